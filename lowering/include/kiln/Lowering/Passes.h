@@ -1,0 +1,56 @@
+//===- Passes.h - kiln lowering passes and pipelines ------------*- C++ -*-===//
+#ifndef KILN_LOWERING_PASSES_H
+#define KILN_LOWERING_PASSES_H
+
+#include "kiln/Dialect/KilnDialect.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/Pass/Pass.h"
+#include "mlir/Pass/PassManager.h"
+#include "mlir/Transforms/DialectConversion.h"
+
+namespace kiln {
+
+#define GEN_PASS_DECL
+#include "kiln/Lowering/Passes.h.inc"
+
+#define GEN_PASS_REGISTRATION
+#include "kiln/Lowering/Passes.h.inc"
+
+/// Type conversion of the CPU lowering: pointers (and tiles of them) become i64.
+class CpuTypeConverter : public mlir::TypeConverter {
+public:
+  explicit CpuTypeConverter(mlir::MLIRContext *ctx);
+};
+
+/// kiln.addptr / kiln.load / kiln.store.
+void populateMemoryToCpuPatterns(CpuTypeConverter &converter, mlir::RewritePatternSet &patterns);
+/// kiln.make_range / splat / broadcast / expand_dims / reshape.
+void populateShapeToCpuPatterns(CpuTypeConverter &converter, mlir::RewritePatternSet &patterns);
+/// kiln.dot / reduce / argmax / cast / select.
+void populateComputeToCpuPatterns(CpuTypeConverter &converter, mlir::RewritePatternSet &patterns);
+
+/// Everything from kiln (as traced) to the LLVM dialect, for the CPU JIT.
+/// `kilnDone` / `loweredDone` are run on the module after those stages when set.
+void buildCpuPipeline(mlir::OpPassManager &pm);
+/// The kiln-level cleanup run before any target pipeline.
+void buildKilnCleanupPipeline(mlir::OpPassManager &pm);
+/// kiln (cleaned) -> standard dialects on tensors.
+void buildCpuKilnToStandardPipeline(mlir::OpPassManager &pm);
+/// Standard dialects on tensors -> LLVM dialect.
+void buildCpuStandardToLLVMPipeline(mlir::OpPassManager &pm);
+
+/// Registers the kiln pipelines by name for kiln-opt (`--kiln-cpu-pipeline`, ...).
+void registerKilnPipelines();
+
+/// Every dialect (and LLVM IR translation) that kiln's pipelines need.
+void registerKilnDialects(mlir::DialectRegistry &registry);
+
+} // namespace kiln
+
+#endif // KILN_LOWERING_PASSES_H

@@ -1,0 +1,60 @@
+//===- Passes.td - kiln lowering passes --------------------*- tablegen -*-===//
+#ifndef KILN_LOWERING_PASSES_TD
+#define KILN_LOWERING_PASSES_TD
+
+include "mlir/Pass/PassBase.td"
+
+def KilnCpuGridArgs : Pass<"kiln-cpu-grid-args", "mlir::ModuleOp"> {
+  let summary = "Turn program ids into trailing kernel arguments for the CPU launcher";
+  let description = [{
+    On the CPU a program is one call of the kernel function. This pass appends
+    six i32 parameters to every `kiln.kernel` function (program id x, y, z,
+    then the number of programs along x, y, z) and replaces `kiln.program_id`
+    and `kiln.num_programs` with them.
+
+    Before:
+    ```mlir
+    func.func @k(%x: !kiln.ptr<f32>) attributes {kiln.kernel} {
+      %pid = kiln.program_id 0 : i32
+      ...
+    }
+    ```
+    After:
+    ```mlir
+    func.func @k(%x: !kiln.ptr<f32>, %pid0: i32, %pid1: i32, %pid2: i32,
+                 %n0: i32, %n1: i32, %n2: i32) attributes {kiln.kernel} {
+      ... uses of %pid0 ...
+    }
+    ```
+  }];
+  let dependentDialects = ["::kiln::KilnDialect"];
+}
+
+def ConvertKilnToCpu : Pass<"convert-kiln-to-cpu", "mlir::ModuleOp"> {
+  let summary = "Lower kiln ops to tensor/linalg/scf/arith and LLVM memory accesses";
+  let description = [{
+    Pointers become i64 addresses (`tensor<N x !kiln.ptr<T>>` becomes
+    `tensor<N x i64>`); `kiln.addptr` becomes integer arithmetic; masked loads
+    and stores become element loops with `scf.if` around `llvm.load` /
+    `llvm.store`; `kiln.dot` becomes `linalg.matmul`; reductions become
+    `linalg.reduce` / `linalg.generic`; shape ops become `tensor` ops and
+    `linalg.generic` broadcasts. The result is bufferized and compiled by the
+    standard MLIR pipeline.
+
+    Before:
+    ```mlir
+    %p = kiln.addptr %base, %offs : tensor<4x!kiln.ptr<f32>>, tensor<4xi32>
+    ```
+    After:
+    ```mlir
+    %e = arith.extsi %offs : tensor<4xi32> to tensor<4xi64>
+    %b = arith.muli %e, %cst4 : tensor<4xi64>
+    %p = arith.addi %base, %b : tensor<4xi64>
+    ```
+  }];
+  let dependentDialects = ["::mlir::arith::ArithDialect", "::mlir::linalg::LinalgDialect",
+                           "::mlir::tensor::TensorDialect", "::mlir::scf::SCFDialect",
+                           "::mlir::LLVM::LLVMDialect", "::mlir::math::MathDialect"];
+}
+
+#endif // KILN_LOWERING_PASSES_TD

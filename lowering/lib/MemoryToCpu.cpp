@@ -1,0 +1,148 @@
+//===- MemoryToCpu.cpp - kiln pointers, loads and stores on the CPU -------===//
+//
+// Addresses are i64; a tile of pointers is a tensor of i64. Masked accesses
+// become one `scf.if` per element around an `llvm.load` / `llvm.store`, so a
+// masked-off element never touches memory.
+//
+//===----------------------------------------------------------------------===//
+#include "kiln/Lowering/Passes.h"
+
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/Utils/StructuredOpsUtils.h"
+
+using namespace mlir;
+
+namespace {
+
+int64_t byteSize(Type elem) { return std::max<int64_t>(1, elem.getIntOrFloatBitWidth() / 8); }
+
+Value zeroOf(OpBuilder &b, Location loc, Type t) {
+  return arith::ConstantOp::create(b, loc, b.getZeroAttr(t));
+}
+
+/// Load one element from integer address `addr`, or produce `fill` if `mask` is false.
+Value loadElement(OpBuilder &b, Location loc, Type elem, Value addr, Value mask, Value fill) {
+  auto ptrType = LLVM::LLVMPointerType::get(b.getContext());
+  auto emitLoad = [&](OpBuilder &bb, Location l) -> Value {
+    Value p = LLVM::IntToPtrOp::create(bb, l, ptrType, addr);
+    return LLVM::LoadOp::create(bb, l, elem, p, byteSize(elem));
+  };
+  if (!mask)
+    return emitLoad(b, loc);
+  auto ifOp = scf::IfOp::create(
+      b, loc, mask,
+      [&](OpBuilder &bb, Location l) { scf::YieldOp::create(bb, l, emitLoad(bb, l)); },
+      [&](OpBuilder &bb, Location l) {
+        scf::YieldOp::create(bb, l, fill ? fill : zeroOf(bb, l, elem));
+      });
+  return ifOp.getResult(0);
+}
+
+void storeElement(OpBuilder &b, Location loc, Value addr, Value value, Value mask) {
+  auto ptrType = LLVM::LLVMPointerType::get(b.getContext());
+  auto emitStore = [&](OpBuilder &bb, Location l) {
+    Value p = LLVM::IntToPtrOp::create(bb, l, ptrType, addr);
+    LLVM::StoreOp::create(bb, l, value, p, byteSize(value.getType()));
+  };
+  if (!mask)
+    return emitStore(b, loc);
+  auto ifOp = scf::IfOp::create(b, loc, mask, /*withElseRegion=*/false);
+  OpBuilder::InsertionGuard guard(b);
+  b.setInsertionPointToStart(ifOp.thenBlock());
+  emitStore(b, loc);
+}
+
+struct AddPtrLowering : OpConversionPattern<kiln::AddPtrOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult matchAndRewrite(kiln::AddPtrOp op, OpAdaptor adaptor,
+                                ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    Type pointee = cast<kiln::PtrType>(kiln::getElementTypeOrSelf(op.getType())).getPointeeType();
+    Type addrType = getTypeConverter()->convertType(op.getType());
+    Value offset = adaptor.getOffset();
+    Type offElem = kiln::getElementTypeOrSelf(offset.getType());
+    if (offElem.getIntOrFloatBitWidth() < 64)
+      offset = arith::ExtSIOp::create(rewriter, loc, addrType, offset);
+    TypedAttr size = rewriter.getI64IntegerAttr(byteSize(pointee));
+    if (auto tile = dyn_cast<RankedTensorType>(addrType))
+      size = SplatElementsAttr::get(tile, size);
+    Value scale = arith::ConstantOp::create(rewriter, loc, size);
+    Value bytes = arith::MulIOp::create(rewriter, loc, offset, scale);
+    rewriter.replaceOpWithNewOp<arith::AddIOp>(op, adaptor.getPtr(), bytes);
+    return success();
+  }
+};
+
+struct LoadLowering : OpConversionPattern<kiln::LoadOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult matchAndRewrite(kiln::LoadOp op, OpAdaptor adaptor,
+                                ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    Type elem = kiln::getElementTypeOrSelf(op.getType());
+    auto tile = dyn_cast<RankedTensorType>(op.getType());
+    if (!tile) {
+      rewriter.replaceOp(op, loadElement(rewriter, loc, elem, adaptor.getPtr(), adaptor.getMask(),
+                                         adaptor.getOther()));
+      return success();
+    }
+    // linalg.generic over (addr, mask?, other?) -> result, all identity maps.
+    SmallVector<Value> ins{adaptor.getPtr()};
+    if (adaptor.getMask())
+      ins.push_back(adaptor.getMask());
+    if (adaptor.getOther())
+      ins.push_back(adaptor.getOther());
+    Value init = tensor::EmptyOp::create(rewriter, loc, tile.getShape(), elem);
+    auto map = rewriter.getMultiDimIdentityMap(tile.getRank());
+    SmallVector<AffineMap> maps(ins.size() + 1, map);
+    SmallVector<utils::IteratorType> iters(tile.getRank(), utils::IteratorType::parallel);
+    bool hasMask = bool(adaptor.getMask()), hasOther = bool(adaptor.getOther());
+    auto generic = linalg::GenericOp::create(
+        rewriter, loc, TypeRange{tile}, ins, ValueRange{init}, maps, iters,
+        [&](OpBuilder &b, Location l, ValueRange args) {
+          Value mask = hasMask ? args[1] : Value();
+          Value fill = hasOther ? args[2] : Value();
+          linalg::YieldOp::create(b, l, loadElement(b, l, elem, args[0], mask, fill));
+        });
+    rewriter.replaceOp(op, generic.getResult(0));
+    return success();
+  }
+};
+
+struct StoreLowering : OpConversionPattern<kiln::StoreOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult matchAndRewrite(kiln::StoreOp op, OpAdaptor adaptor,
+                                ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    auto tile = dyn_cast<RankedTensorType>(op.getValue().getType());
+    if (!tile) {
+      storeElement(rewriter, loc, adaptor.getPtr(), adaptor.getValue(), adaptor.getMask());
+      rewriter.eraseOp(op);
+      return success();
+    }
+    // A loop nest over the tile; stores have no tensor result to build.
+    SmallVector<Value> ivs;
+    OpBuilder::InsertionGuard guard(rewriter);
+    Value zero = arith::ConstantIndexOp::create(rewriter, loc, 0);
+    Value one = arith::ConstantIndexOp::create(rewriter, loc, 1);
+    for (int64_t d : tile.getShape()) {
+      Value ub = arith::ConstantIndexOp::create(rewriter, loc, d);
+      auto loop = scf::ForOp::create(rewriter, loc, zero, ub, one);
+      ivs.push_back(loop.getInductionVar());
+      rewriter.setInsertionPoint(loop.getBody()->getTerminator());
+    }
+    Value addr = tensor::ExtractOp::create(rewriter, loc, adaptor.getPtr(), ivs);
+    Value value = tensor::ExtractOp::create(rewriter, loc, adaptor.getValue(), ivs);
+    Value mask =
+        adaptor.getMask() ? Value(tensor::ExtractOp::create(rewriter, loc, adaptor.getMask(), ivs))
+                          : Value();
+    storeElement(rewriter, loc, addr, value, mask);
+    rewriter.eraseOp(op);
+    return success();
+  }
+};
+
+} // namespace
+
+void kiln::populateMemoryToCpuPatterns(CpuTypeConverter &converter, RewritePatternSet &patterns) {
+  patterns.add<AddPtrLowering, LoadLowering, StoreLowering>(converter, patterns.getContext());
+}

@@ -1,0 +1,80 @@
+//===- Pipelines.cpp - kiln's pass pipelines and dialect registration -----===//
+#include "kiln/Lowering/Passes.h"
+
+#include "mlir/InitAllDialects.h"
+#include "mlir/InitAllExtensions.h"
+#include "mlir/InitAllPasses.h"
+#include "mlir/Pass/PassRegistry.h"
+#include "mlir/Target/LLVMIR/Dialect/All.h"
+
+#include <mutex>
+
+using namespace mlir;
+
+namespace {
+// Upstream passes are assembled from their textual names so that the
+// pipeline reads the same here, in kiln-opt and in the docs.
+constexpr const char *kCleanup = "canonicalize,cse";
+constexpr const char *kCpuKilnToStandard =
+    "kiln-cpu-grid-args,convert-kiln-to-cpu,canonicalize,cse";
+constexpr const char *kCpuStandardToLLVM =
+    "func.func(convert-elementwise-to-linalg),"
+    "one-shot-bufferize{bufferize-function-boundaries},"
+    "buffer-deallocation-pipeline,"
+    "convert-linalg-to-loops,"
+    "func.func(arith-expand,arith-emulate-unsupported-floats{source-types=bf16,f16 "
+    "target-type=f32}),"
+    "math-extend-to-supported-types{target-type=f32},"
+    "lower-affine,convert-scf-to-cf,expand-strided-metadata,lower-affine,"
+    "finalize-memref-to-llvm,convert-math-to-llvm,convert-math-to-libm,"
+    "convert-to-llvm,reconcile-unrealized-casts,canonicalize";
+
+void ensureUpstreamPassesRegistered() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    registerAllPasses();
+    kiln::registerKilnPasses();
+  });
+}
+
+void addPipeline(OpPassManager &pm, const char *text) {
+  ensureUpstreamPassesRegistered();
+  std::string err;
+  llvm::raw_string_ostream os(err);
+  if (failed(parsePassPipeline(text, pm, os)))
+    llvm::report_fatal_error(llvm::Twine("kiln: bad built-in pipeline: ") + err);
+}
+} // namespace
+
+void kiln::buildKilnCleanupPipeline(OpPassManager &pm) { addPipeline(pm, kCleanup); }
+void kiln::buildCpuKilnToStandardPipeline(OpPassManager &pm) {
+  addPipeline(pm, kCpuKilnToStandard);
+}
+void kiln::buildCpuStandardToLLVMPipeline(OpPassManager &pm) {
+  addPipeline(pm, kCpuStandardToLLVM);
+}
+void kiln::buildCpuPipeline(OpPassManager &pm) {
+  buildKilnCleanupPipeline(pm);
+  buildCpuKilnToStandardPipeline(pm);
+  buildCpuStandardToLLVMPipeline(pm);
+}
+
+void kiln::registerKilnPipelines() {
+  ensureUpstreamPassesRegistered();
+  PassPipelineRegistration<>("kiln-cpu-pipeline",
+                             "Lower traced kiln IR all the way to the LLVM dialect for the CPU",
+                             [](OpPassManager &pm) { buildCpuPipeline(pm); });
+  PassPipelineRegistration<>("kiln-cpu-to-standard",
+                             "Lower kiln IR to tensor/linalg/scf/arith for the CPU",
+                             [](OpPassManager &pm) {
+                               buildKilnCleanupPipeline(pm);
+                               buildCpuKilnToStandardPipeline(pm);
+                             });
+}
+
+void kiln::registerKilnDialects(DialectRegistry &registry) {
+  registry.insert<kiln::KilnDialect>();
+  registerAllDialects(registry);
+  registerAllExtensions(registry);
+  registerAllToLLVMIRTranslations(registry);
+}

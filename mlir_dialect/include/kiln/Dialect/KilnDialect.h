@@ -1,0 +1,43 @@
+//===- KilnDialect.h - the kiln dialect -------------------------*- C++ -*-===//
+//
+// Declares the kiln dialect, its types, attributes and operations.
+//
+//===----------------------------------------------------------------------===//
+#ifndef KILN_DIALECT_KILNDIALECT_H
+#define KILN_DIALECT_KILNDIALECT_H
+
+#include "mlir/Bytecode/BytecodeOpInterface.h"
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/IR/BuiltinTypes.h"
+#include "mlir/IR/Dialect.h"
+#include "mlir/IR/OpDefinition.h"
+#include "mlir/IR/OpImplementation.h"
+#include "mlir/Interfaces/InferTypeOpInterface.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
+
+#include "kiln/Dialect/KilnDialect.h.inc"
+#include "kiln/Dialect/KilnEnums.h.inc"
+
+#define GET_TYPEDEF_CLASSES
+#include "kiln/Dialect/KilnTypes.h.inc"
+
+#define GET_ATTRDEF_CLASSES
+#include "kiln/Dialect/KilnAttrs.h.inc"
+
+namespace kiln {
+/// For `!kiln.ptr<T>` returns `T`; for `tensor<S x !kiln.ptr<T>>` returns
+/// `tensor<S x T>`. Returns a null type for anything else.
+mlir::Type getPointeeType(mlir::Type ptrLike);
+/// `i1` for a scalar, `tensor<S x i1>` for a tile of shape S.
+mlir::Type getMaskType(mlir::Type valueLike);
+/// The element type of a tile, or the type itself for a scalar.
+mlir::Type getElementTypeOrSelf(mlir::Type t);
+/// The same shape as `like` (scalar or tile) holding `elem`.
+mlir::Type getSameShape(mlir::Type like, mlir::Type elem);
+} // namespace kiln
+
+#define GET_OP_CLASSES
+#include "kiln/Dialect/KilnOps.h.inc"
+
+#endif // KILN_DIALECT_KILNDIALECT_H

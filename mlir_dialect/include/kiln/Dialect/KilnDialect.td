@@ -1,0 +1,33 @@
+//===- KilnDialect.td - the kiln dialect -------------------*- tablegen -*-===//
+#ifndef KILN_DIALECT_TD
+#define KILN_DIALECT_TD
+
+include "mlir/IR/OpBase.td"
+
+def Kiln_Dialect : Dialect {
+  let name = "kiln";
+  let cppNamespace = "::kiln";
+  let summary = "Tile-level GPU kernel programming (Triton-style).";
+  let description = [{
+    The kiln dialect models one *program* of a grid of programs, as in Triton.
+    Values are scalars or statically shaped tiles (`tensor<...>` of numbers or
+    `!kiln.ptr`s); memory is reached through tiles of pointers with masked
+    loads and stores. Block sizes are static (part of the tile types); problem
+    sizes are runtime scalars passed as kernel arguments.
+
+    A kernel is a `func.func` carrying the `kiln.kernel` unit attribute.
+  }];
+  let useDefaultTypePrinterParser = 1;
+  let useDefaultAttributePrinterParser = 1;
+  let hasConstantMaterializer = 1;
+  let dependentDialects = ["::mlir::arith::ArithDialect", "::mlir::tensor::TensorDialect"];
+  let extraClassDeclaration = [{
+    /// Unit attribute marking a `func.func` as a kiln kernel.
+    static constexpr ::llvm::StringLiteral getKernelAttrName() { return "kiln.kernel"; }
+  }];
+}
+
+class Kiln_Op<string mnemonic, list<Trait> traits = []>
+    : Op<Kiln_Dialect, mnemonic, traits>;
+
+#endif // KILN_DIALECT_TD

@@ -1,0 +1,271 @@
+//===- KilnOps.td - kiln operations ------------------------*- tablegen -*-===//
+#ifndef KILN_OPS_TD
+#define KILN_OPS_TD
+
+include "kiln/Dialect/KilnDialect.td"
+include "kiln/Dialect/KilnTypes.td"
+include "kiln/Dialect/KilnAttrs.td"
+include "mlir/Interfaces/SideEffectInterfaces.td"
+include "mlir/Interfaces/InferTypeOpInterface.td"
+
+def Kiln_GridAxis : ConfinedAttr<I32Attr, [IntMinValue<0>, IntMaxValue<2>]>;
+
+//===----------------------------------------------------------------------===//
+// Grid
+//===----------------------------------------------------------------------===//
+
+def Kiln_ProgramIdOp : Kiln_Op<"program_id", [Pure]> {
+  let summary = "index of this program along a grid axis";
+  let description = [{
+    Returns the index (0-based) of the running program along grid axis 0, 1
+    or 2. Every program of the grid runs the same kernel body.
+
+    ```mlir
+    %row = kiln.program_id 0 : i32
+    ```
+  }];
+  let arguments = (ins Kiln_GridAxis:$axis);
+  let results = (outs I32:$result);
+  let assemblyFormat = "$axis attr-dict `:` type($result)";
+}
+
+def Kiln_NumProgramsOp : Kiln_Op<"num_programs", [Pure]> {
+  let summary = "number of programs along a grid axis";
+  let description = [{
+    ```mlir
+    %n = kiln.num_programs 1 : i32
+    ```
+  }];
+  let arguments = (ins Kiln_GridAxis:$axis);
+  let results = (outs I32:$result);
+  let assemblyFormat = "$axis attr-dict `:` type($result)";
+}
+
+//===----------------------------------------------------------------------===//
+// Tile construction and shape manipulation
+//===----------------------------------------------------------------------===//
+
+def Kiln_MakeRangeOp : Kiln_Op<"make_range", [Pure]> {
+  let summary = "1-D tile holding start, start+1, ..., end-1";
+  let description = [{
+    ```mlir
+    %cols = kiln.make_range 0 to 128 : tensor<128xi32>
+    ```
+    The result length must equal `end - start`.
+  }];
+  let arguments = (ins I32Attr:$start, I32Attr:$end);
+  let results = (outs Kiln_I32Tile:$result);
+  let assemblyFormat = "$start `to` $end attr-dict `:` type($result)";
+  let hasVerifier = 1;
+}
+
+def Kiln_SplatOp : Kiln_Op<"splat", [Pure,
+    TypesMatchWith<"result element type matches the scalar", "result", "src",
+                   "::llvm::cast<::mlir::RankedTensorType>($_self).getElementType()">]> {
+  let summary = "tile with every element equal to one scalar";
+  let description = [{
+    ```mlir
+    %t = kiln.splat %x : tensor<64x64xf32>
+    ```
+  }];
+  let arguments = (ins Kiln_Elem:$src);
+  let results = (outs Kiln_Tile:$result);
+  let assemblyFormat = "$src attr-dict `:` type($result)";
+  let hasFolder = 1;
+}
+
+def Kiln_BroadcastOp : Kiln_Op<"broadcast", [Pure]> {
+  let summary = "stretch size-1 dimensions of a tile";
+  let description = [{
+    Source and result have the same rank and element type; every source
+    dimension equals the result's or is 1.
+
+    ```mlir
+    %b = kiln.broadcast %a : tensor<64x1xf32> -> tensor<64x128xf32>
+    ```
+  }];
+  let arguments = (ins Kiln_Tile:$src);
+  let results = (outs Kiln_Tile:$result);
+  let assemblyFormat = "$src attr-dict `:` type($src) `->` type($result)";
+  let hasVerifier = 1;
+  let hasFolder = 1;
+}
+
+def Kiln_ExpandDimsOp : Kiln_Op<"expand_dims", [Pure]> {
+  let summary = "insert a size-1 dimension";
+  let description = [{
+    ```mlir
+    %c = kiln.expand_dims %r {axis = 1 : i32} : tensor<64xi32> -> tensor<64x1xi32>
+    ```
+  }];
+  let arguments = (ins Kiln_Tile:$src, I32Attr:$axis);
+  let results = (outs Kiln_Tile:$result);
+  let assemblyFormat = "$src attr-dict `:` type($src) `->` type($result)";
+  let hasVerifier = 1;
+}
+
+def Kiln_ReshapeOp : Kiln_Op<"reshape", [Pure]> {
+  let summary = "reinterpret a tile's shape, keeping row-major element order";
+  let description = [{
+    ```mlir
+    %f = kiln.reshape %t : tensor<8x16xf32> -> tensor<128xf32>
+    ```
+  }];
+  let arguments = (ins Kiln_Tile:$src);
+  let results = (outs Kiln_Tile:$result);
+  let assemblyFormat = "$src attr-dict `:` type($src) `->` type($result)";
+  let hasVerifier = 1;
+  let hasFolder = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// Memory
+//===----------------------------------------------------------------------===//
+
+def Kiln_AddPtrOp : Kiln_Op<"addptr", [Pure, AllTypesMatch<["ptr", "result"]>]> {
+  let summary = "offset pointers by a number of elements";
+  let description = [{
+    Element-wise `ptr + offset * sizeof(pointee)`. The offset has the shape
+    of the pointer operand (a scalar for a scalar pointer).
+
+    ```mlir
+    %p = kiln.addptr %base, %offs : tensor<128x!kiln.ptr<f16>>, tensor<128xi32>
+    ```
+  }];
+  let arguments = (ins Kiln_PtrLike:$ptr, Kiln_IntLike:$offset);
+  let results = (outs Kiln_PtrLike:$result);
+  let assemblyFormat = "$ptr `,` $offset attr-dict `:` type($ptr) `,` type($offset)";
+  let hasVerifier = 1;
+  let hasFolder = 1;
+}
+
+def Kiln_LoadOp : Kiln_Op<"load", [
+    TypesMatchWith<"result holds the pointees", "ptr", "result",
+                   "::kiln::getPointeeType($_self)">,
+    OptionalTypesMatchWith<"mask has the pointer shape", "ptr", "mask",
+                   "::kiln::getMaskType($_self)">,
+    OptionalTypesMatchWith<"fill value matches the result", "ptr", "other",
+                   "::kiln::getPointeeType($_self)">,
+    AttrSizedOperandSegments]> {
+  let summary = "masked load from global memory";
+  let description = [{
+    Loads the element behind every pointer. Where the optional mask is false
+    nothing is read and the result holds `other` (zero if absent).
+
+    ```mlir
+    %v = kiln.load %p, %m, %neg_inf : tensor<128x!kiln.ptr<f32>>
+    ```
+  }];
+  let arguments = (ins Arg<Kiln_PtrLike, "", [MemRead]>:$ptr,
+                       Optional<Kiln_MaskLike>:$mask,
+                       Optional<Kiln_NumberLike>:$other);
+  let results = (outs Kiln_NumberLike:$result);
+  let assemblyFormat = "$ptr (`,` $mask^)? (`,` $other^)? attr-dict `:` type($ptr)";
+  let hasVerifier = 1;
+}
+
+def Kiln_StoreOp : Kiln_Op<"store", [
+    TypesMatchWith<"value holds the pointees", "ptr", "value",
+                   "::kiln::getPointeeType($_self)">,
+    OptionalTypesMatchWith<"mask has the pointer shape", "ptr", "mask",
+                   "::kiln::getMaskType($_self)">]> {
+  let summary = "masked store to global memory";
+  let description = [{
+    Stores every element of `value` behind the matching pointer, skipping
+    elements whose mask bit is false.
+
+    ```mlir
+    kiln.store %p, %v, %m : tensor<128x!kiln.ptr<f16>>
+    ```
+  }];
+  let arguments = (ins Arg<Kiln_PtrLike, "", [MemWrite]>:$ptr,
+                       Kiln_NumberLike:$value,
+                       Optional<Kiln_MaskLike>:$mask);
+  let assemblyFormat = "$ptr `,` $value (`,` $mask^)? attr-dict `:` type($ptr)";
+}
+
+//===----------------------------------------------------------------------===//
+// Compute
+//===----------------------------------------------------------------------===//
+
+def Kiln_DotOp : Kiln_Op<"dot", [Pure, AllTypesMatch<["acc", "result"]>]> {
+  let summary = "tile matrix product with f32 accumulation";
+  let description = [{
+    `result = a @ b + acc` for `a: MxK`, `b: KxN`, `acc: MxN` (f32). `a` and
+    `b` share one element type: f16, bf16 or f32. On GPUs f16/bf16 map to
+    tensor cores.
+
+    ```mlir
+    %c = kiln.dot %a, %b, %acc : tensor<64x32xf16>, tensor<32x64xf16> -> tensor<64x64xf32>
+    ```
+  }];
+  let arguments = (ins Kiln_FloatTile:$a, Kiln_FloatTile:$b, Kiln_FloatTile:$acc);
+  let results = (outs Kiln_FloatTile:$result);
+  let assemblyFormat = "$a `,` $b `,` $acc attr-dict `:` type($a) `,` type($b) `->` type($result)";
+  let hasVerifier = 1;
+}
+
+def Kiln_ReduceOp : Kiln_Op<"reduce", [Pure]> {
+  let summary = "reduce a tile along one axis";
+  let description = [{
+    Combines the elements along `axis` with `sum`, `max` or `min`. The result
+    drops that axis; reducing a 1-D tile gives a scalar.
+
+    ```mlir
+    %m = kiln.reduce max %x axis 1 : tensor<16x128xf32> -> tensor<16xf32>
+    %s = kiln.reduce sum %y axis 0 : tensor<128xf32> -> f32
+    ```
+  }];
+  let arguments = (ins Kiln_ReduceKindAttr:$kind, Kiln_NumberTile:$src, I32Attr:$axis);
+  let results = (outs Kiln_NumberLike:$result);
+  let assemblyFormat = "$kind $src `axis` $axis attr-dict `:` type($src) `->` type($result)";
+  let hasVerifier = 1;
+}
+
+def Kiln_ArgMaxOp : Kiln_Op<"argmax", [Pure]> {
+  let summary = "index of the largest element along one axis";
+  let description = [{
+    Returns the i32 index of the first maximum along `axis`.
+
+    ```mlir
+    %i = kiln.argmax %logits axis 0 : tensor<1024xf32> -> i32
+    ```
+  }];
+  let arguments = (ins Kiln_NumberTile:$src, I32Attr:$axis);
+  let results = (outs AnyTypeOf<[I32, Kiln_I32Tile]>:$result);
+  let assemblyFormat = "$src `axis` $axis attr-dict `:` type($src) `->` type($result)";
+  let hasVerifier = 1;
+}
+
+def Kiln_CastOp : Kiln_Op<"cast", [Pure]> {
+  let summary = "element type conversion";
+  let description = [{
+    Converts between numeric element types (float widths, float <-> signed
+    integer, integer widths with sign extension, i1 -> 0/1). Shape unchanged.
+
+    ```mlir
+    %h = kiln.cast %x : tensor<128xf32> to tensor<128xf16>
+    ```
+  }];
+  let arguments = (ins Kiln_NumberLike:$src);
+  let results = (outs Kiln_NumberLike:$result);
+  let assemblyFormat = "$src attr-dict `:` type($src) `to` type($result)";
+  let hasVerifier = 1;
+  let hasFolder = 1;
+}
+
+def Kiln_SelectOp : Kiln_Op<"select", [Pure, AllTypesMatch<["true_value", "false_value", "result"]>,
+    TypesMatchWith<"condition has the value shape", "result", "condition",
+                   "::kiln::getMaskType($_self)">]> {
+  let summary = "element-wise choice between two tiles";
+  let description = [{
+    ```mlir
+    %r = kiln.select %m, %a, %b : tensor<128xf32>
+    ```
+  }];
+  let arguments = (ins Kiln_MaskLike:$condition, Kiln_Value:$true_value, Kiln_Value:$false_value);
+  let results = (outs Kiln_Value:$result);
+  let assemblyFormat = "$condition `,` $true_value `,` $false_value attr-dict `:` type($result)";
+}
+
+#endif // KILN_OPS_TD

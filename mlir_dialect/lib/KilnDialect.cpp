@@ -1,0 +1,67 @@
+//===- KilnDialect.cpp - kiln dialect registration and types --------------===//
+#include "kiln/Dialect/KilnDialect.h"
+
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/DialectImplementation.h"
+#include "llvm/ADT/TypeSwitch.h"
+
+using namespace mlir;
+using namespace kiln;
+
+#include "kiln/Dialect/KilnDialect.cpp.inc"
+#include "kiln/Dialect/KilnEnums.cpp.inc"
+
+#define GET_TYPEDEF_CLASSES
+#include "kiln/Dialect/KilnTypes.cpp.inc"
+
+#define GET_ATTRDEF_CLASSES
+#include "kiln/Dialect/KilnAttrs.cpp.inc"
+
+void KilnDialect::initialize() {
+  addTypes<
+#define GET_TYPEDEF_LIST
+#include "kiln/Dialect/KilnTypes.cpp.inc"
+      >();
+  addAttributes<
+#define GET_ATTRDEF_LIST
+#include "kiln/Dialect/KilnAttrs.cpp.inc"
+      >();
+  addOperations<
+#define GET_OP_LIST
+#include "kiln/Dialect/KilnOps.cpp.inc"
+      >();
+}
+
+Operation *KilnDialect::materializeConstant(OpBuilder &builder, Attribute value, Type type,
+                                            Location loc) {
+  return arith::ConstantOp::materialize(builder, value, type, loc);
+}
+
+LogicalResult PtrType::verify(function_ref<InFlightDiagnostic()> emitError, Type pointee) {
+  if (!isa<FloatType, IntegerType>(pointee))
+    return emitError() << "!kiln.ptr must point to a float or integer type, got " << pointee;
+  return success();
+}
+
+Type kiln::getElementTypeOrSelf(Type t) {
+  if (auto tile = dyn_cast<RankedTensorType>(t))
+    return tile.getElementType();
+  return t;
+}
+
+Type kiln::getSameShape(Type like, Type elem) {
+  if (auto tile = dyn_cast<RankedTensorType>(like))
+    return RankedTensorType::get(tile.getShape(), elem);
+  return elem;
+}
+
+Type kiln::getPointeeType(Type ptrLike) {
+  auto ptr = dyn_cast<PtrType>(getElementTypeOrSelf(ptrLike));
+  if (!ptr)
+    return {};
+  return getSameShape(ptrLike, ptr.getPointeeType());
+}
+
+Type kiln::getMaskType(Type valueLike) {
+  return getSameShape(valueLike, IntegerType::get(valueLike.getContext(), 1));
+}

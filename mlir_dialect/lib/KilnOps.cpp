@@ -1,0 +1,224 @@
+//===- KilnOps.cpp - kiln op verifiers and folders ------------------------===//
+#include "kiln/Dialect/KilnDialect.h"
+
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/BuiltinAttributes.h"
+#include "mlir/IR/Matchers.h"
+
+using namespace mlir;
+using namespace kiln;
+
+#define GET_OP_CLASSES
+#include "kiln/Dialect/KilnOps.cpp.inc"
+
+namespace {
+int64_t rankOf(Type t) {
+  if (auto tile = dyn_cast<RankedTensorType>(t))
+    return tile.getRank();
+  return 0;
+}
+ArrayRef<int64_t> shapeOf(Type t) {
+  if (auto tile = dyn_cast<RankedTensorType>(t))
+    return tile.getShape();
+  return {};
+}
+} // namespace
+
+//===----------------------------------------------------------------------===//
+// MakeRangeOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult MakeRangeOp::verify() {
+  int64_t start = getStart(), end = getEnd();
+  auto type = getType();
+  if (type.getRank() != 1)
+    return emitOpError("result must be a 1-D tile, got ") << type;
+  if (end <= start)
+    return emitOpError("end (") << end << ") must be greater than start (" << start << ")";
+  if (type.getDimSize(0) != end - start)
+    return emitOpError("result length ") << type.getDimSize(0) << " != end - start ("
+                                         << end - start << ")";
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// SplatOp
+//===----------------------------------------------------------------------===//
+
+OpFoldResult SplatOp::fold(FoldAdaptor adaptor) {
+  auto value = adaptor.getSrc();
+  if (!value || !isa<IntegerAttr, FloatAttr>(value))
+    return {};
+  return SplatElementsAttr::get(cast<ShapedType>(getType()), value);
+}
+
+//===----------------------------------------------------------------------===//
+// BroadcastOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult BroadcastOp::verify() {
+  auto src = getSrc().getType();
+  auto dst = getType();
+  if (src.getElementType() != dst.getElementType())
+    return emitOpError("element type changes from ") << src.getElementType() << " to "
+                                                     << dst.getElementType();
+  if (src.getRank() != dst.getRank())
+    return emitOpError("rank changes from ") << src.getRank() << " to " << dst.getRank()
+                                             << "; use kiln.expand_dims first";
+  for (int64_t i = 0; i < src.getRank(); ++i) {
+    int64_t s = src.getDimSize(i), d = dst.getDimSize(i);
+    if (s != d && s != 1)
+      return emitOpError("dimension ") << i << " of size " << s << " cannot broadcast to " << d;
+  }
+  return success();
+}
+
+OpFoldResult BroadcastOp::fold(FoldAdaptor adaptor) {
+  if (getSrc().getType() == getType())
+    return getSrc();
+  if (auto splat = dyn_cast_or_null<SplatElementsAttr>(adaptor.getSrc()))
+    return SplatElementsAttr::get(getType(), splat.getSplatValue<Attribute>());
+  return {};
+}
+
+//===----------------------------------------------------------------------===//
+// ExpandDimsOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult ExpandDimsOp::verify() {
+  auto src = getSrc().getType();
+  auto dst = getType();
+  int64_t axis = getAxis();
+  if (axis < 0 || axis > src.getRank())
+    return emitOpError("axis ") << axis << " out of range [0, " << src.getRank() << "]";
+  SmallVector<int64_t> expected(src.getShape());
+  expected.insert(expected.begin() + axis, 1);
+  auto want = RankedTensorType::get(expected, src.getElementType());
+  if (want != dst)
+    return emitOpError("result type ") << dst << " != expected " << want;
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// ReshapeOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult ReshapeOp::verify() {
+  auto src = getSrc().getType();
+  auto dst = getType();
+  if (src.getElementType() != dst.getElementType())
+    return emitOpError("element type changes from ") << src.getElementType() << " to "
+                                                     << dst.getElementType();
+  if (src.getNumElements() != dst.getNumElements())
+    return emitOpError("element count changes from ") << src.getNumElements() << " to "
+                                                      << dst.getNumElements();
+  return success();
+}
+
+OpFoldResult ReshapeOp::fold(FoldAdaptor adaptor) {
+  if (getSrc().getType() == getType())
+    return getSrc();
+  if (auto splat = dyn_cast_or_null<SplatElementsAttr>(adaptor.getSrc()))
+    return SplatElementsAttr::get(getType(), splat.getSplatValue<Attribute>());
+  return {};
+}
+
+//===----------------------------------------------------------------------===//
+// AddPtrOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult AddPtrOp::verify() {
+  Type ptr = getPtr().getType(), off = getOffset().getType();
+  if (rankOf(ptr) != rankOf(off) || shapeOf(ptr) != shapeOf(off))
+    return emitOpError("offset type ") << off << " does not have the shape of pointer type "
+                                       << ptr;
+  return success();
+}
+
+OpFoldResult AddPtrOp::fold(FoldAdaptor adaptor) {
+  if (matchPattern(adaptor.getOffset(), m_Zero()) ||
+      (adaptor.getOffset() && isa<SplatElementsAttr>(adaptor.getOffset()) &&
+       cast<SplatElementsAttr>(adaptor.getOffset()).getSplatValue<APInt>().isZero()))
+    return getPtr();
+  return {};
+}
+
+//===----------------------------------------------------------------------===//
+// LoadOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult LoadOp::verify() {
+  if (getOther() && !getMask())
+    return emitOpError("a fill value needs a mask");
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// DotOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult DotOp::verify() {
+  auto a = getA().getType(), b = getB().getType(), acc = getAcc().getType();
+  if (a.getRank() != 2 || b.getRank() != 2 || acc.getRank() != 2)
+    return emitOpError("operands must be 2-D tiles");
+  if (a.getElementType() != b.getElementType())
+    return emitOpError("lhs element type ") << a.getElementType() << " != rhs element type "
+                                            << b.getElementType();
+  if (!a.getElementType().isF16() && !a.getElementType().isBF16() &&
+      !a.getElementType().isF32())
+    return emitOpError("operands must be f16, bf16 or f32, got ") << a.getElementType();
+  if (!acc.getElementType().isF32())
+    return emitOpError("accumulator must be f32, got ") << acc.getElementType();
+  if (a.getDimSize(1) != b.getDimSize(0))
+    return emitOpError("K of lhs (") << a.getDimSize(1) << ") != K of rhs (" << b.getDimSize(0)
+                                     << ")";
+  if (acc.getDimSize(0) != a.getDimSize(0) || acc.getDimSize(1) != b.getDimSize(1))
+    return emitOpError("accumulator shape ") << acc << " != " << a.getDimSize(0) << "x"
+                                             << b.getDimSize(1);
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// ReduceOp / ArgMaxOp
+//===----------------------------------------------------------------------===//
+
+static LogicalResult verifyReduction(Operation *op, RankedTensorType src, int64_t axis,
+                                     Type result, Type resultElem) {
+  if (axis < 0 || axis >= src.getRank())
+    return op->emitOpError("axis ") << axis << " out of range for a rank-" << src.getRank()
+                                    << " tile";
+  SmallVector<int64_t> shape(src.getShape());
+  shape.erase(shape.begin() + axis);
+  Type want = shape.empty() ? resultElem : Type(RankedTensorType::get(shape, resultElem));
+  if (want != result)
+    return op->emitOpError("result type ") << result << " != expected " << want;
+  return success();
+}
+
+LogicalResult ReduceOp::verify() {
+  auto src = getSrc().getType();
+  return verifyReduction(*this, src, getAxis(), getType(), src.getElementType());
+}
+
+LogicalResult ArgMaxOp::verify() {
+  auto src = getSrc().getType();
+  return verifyReduction(*this, src, getAxis(), getType(),
+                         IntegerType::get(getContext(), 32));
+}
+
+//===----------------------------------------------------------------------===//
+// CastOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult CastOp::verify() {
+  Type src = getSrc().getType(), dst = getType();
+  if (rankOf(src) != rankOf(dst) || shapeOf(src) != shapeOf(dst))
+    return emitOpError("shape changes from ") << src << " to " << dst;
+  return success();
+}
+
+OpFoldResult CastOp::fold(FoldAdaptor) {
+  if (getSrc().getType() == getType())
+    return getSrc();
+  return {};
+}

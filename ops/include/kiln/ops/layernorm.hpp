@@ -1,0 +1,52 @@
+//===- layernorm.hpp - layer normalisation over rows ----------------------===//
+#pragma once
+
+#include "kiln/kiln.hpp"
+
+namespace kiln::ops {
+
+/// y[r, :] = (x[r, :] - mean) / sqrt(var + eps) * w + b, statistics in f32.
+/// One program per row. ONE_PASS keeps the row in registers (n <= BLOCK);
+/// otherwise the row is swept three times (mean, centred variance, output).
+template <class T, int BLOCK, bool ONE_PASS = false> struct LayerNorm {
+  void operator()(Ptr<T> x, Ptr<T> w, Ptr<T> b, Ptr<T> y, I32 n, I32 stride, F32 eps) const {
+    auto row = program_id(0);
+    auto cols = arange<BLOCK>(); // (BLOCK)
+    auto x_row = x + row * stride;
+    auto y_row = y + row * stride;
+    auto nf = cast<f32>(n);
+    if constexpr (ONE_PASS) {
+      auto mask = cols < n;
+      auto v = cast<f32>(load(x_row + cols, mask, 0));
+      auto mean = sum(v) / nf;
+      auto d = where(mask, v - mean, 0.0f);
+      auto rstd = rsqrt(sum(d * d) / nf + eps);
+      auto wv = cast<f32>(load(w + cols, mask, 0));
+      auto bv = cast<f32>(load(b + cols, mask, 0));
+      store(y_row + cols, cast<T>(d * rstd * wv + bv), mask);
+    } else {
+      auto total = for_range(0, n, BLOCK, zeros<f32, BLOCK>(), [&](I32 start, Tile<f32, BLOCK> acc) {
+        auto c = start + cols;
+        return acc + cast<f32>(load(x_row + c, c < n, 0));
+      });
+      auto mean = sum(total) / nf;
+      auto sq = for_range(0, n, BLOCK, zeros<f32, BLOCK>(), [&](I32 start, Tile<f32, BLOCK> acc) {
+        auto c = start + cols;
+        auto mask = c < n;
+        auto d = where(mask, cast<f32>(load(x_row + c, mask, 0)) - mean, 0.0f);
+        return acc + d * d;
+      });
+      auto rstd = rsqrt(sum(sq) / nf + eps);
+      for_range(0, n, BLOCK, [&](I32 start) {
+        auto c = start + cols;
+        auto mask = c < n;
+        auto v = cast<f32>(load(x_row + c, mask, 0));
+        auto wv = cast<f32>(load(w + c, mask, 0));
+        auto bv = cast<f32>(load(b + c, mask, 0));
+        store(y_row + c, cast<T>((v - mean) * rstd * wv + bv), mask);
+      });
+    }
+  }
+};
+
+} // namespace kiln::ops

@@ -1,0 +1,53 @@
+//===- matmul.hpp - tiled matrix products with fused epilogues ------------===//
+#pragma once
+
+#include "kiln/ops/elementwise.hpp"
+
+namespace kiln::ops {
+
+namespace detail {
+/// The (BM, BN) f32 tile of A(M, K) @ B(K, N) owned by this program; A and B
+/// are row-major with leading dimensions lda / ldb. Grid: (cdiv(M, BM), cdiv(N, BN)).
+template <class T, int BM, int BN, int BK>
+Tile<f32, BM, BN> matmul_tile(Ptr<T> a, Ptr<T> b, I32 M, I32 N, I32 K, I32 lda, I32 ldb,
+                              Tile<i32, BM> rm, Tile<i32, BN> rn) {
+  auto rk = arange<BK>();                         // (BK)
+  auto rows = expand_dims<1>(rm);                 // (BM, 1)
+  auto cols = expand_dims<0>(rn);                 // (1, BN)
+  return for_range(0, K, BK, zeros<f32, BM, BN>(), [&](I32 k0, Tile<f32, BM, BN> acc) {
+    auto ka = expand_dims<0>(k0 + rk);            // (1, BK)
+    auto kb = expand_dims<1>(k0 + rk);            // (BK, 1)
+    auto at = load(a + rows * lda + ka, (rows < M) & (ka < K), 0);  // (BM, BK)
+    auto bt = load(b + kb * ldb + cols, (kb < K) & (cols < N), 0);  // (BK, BN)
+    return dot(at, bt, acc);
+  });
+}
+} // namespace detail
+
+/// C(M, N) = A(M, K) @ B(K, N), f32 accumulation. Grid: (cdiv(M, BM), cdiv(N, BN)).
+template <class T, int BM, int BN, int BK> struct Matmul {
+  void operator()(Ptr<T> a, Ptr<T> b, Ptr<T> c, I32 M, I32 N, I32 K, I32 lda, I32 ldb,
+                  I32 ldc) const {
+    auto rm = program_id(0) * BM + arange<BM>();
+    auto rn = program_id(1) * BN + arange<BN>();
+    auto acc = detail::matmul_tile<T, BM, BN, BK>(a, b, M, N, K, lda, ldb, rm, rn);
+    auto rows = expand_dims<1>(rm), cols = expand_dims<0>(rn);
+    store(c + rows * ldc + cols, cast<T>(acc), (rows < M) & (cols < N));
+  }
+};
+
+/// C = gelu_tanh(A @ B + bias), with bias (N) and the epilogue fused.
+template <class T, int BM, int BN, int BK> struct MatmulBiasGelu {
+  void operator()(Ptr<T> a, Ptr<T> b, Ptr<T> bias, Ptr<T> c, I32 M, I32 N, I32 K, I32 lda,
+                  I32 ldb, I32 ldc) const {
+    auto rm = program_id(0) * BM + arange<BM>();
+    auto rn = program_id(1) * BN + arange<BN>();
+    auto acc = detail::matmul_tile<T, BM, BN, BK>(a, b, M, N, K, lda, ldb, rm, rn);
+    auto bv = cast<f32>(load(bias + rn, rn < N, 0)); // (BN)
+    auto out = gelu_tanh(acc + expand_dims<0>(bv));
+    auto rows = expand_dims<1>(rm), cols = expand_dims<0>(rn);
+    store(c + rows * ldc + cols, cast<T>(out), (rows < M) & (cols < N));
+  }
+};
+
+} // namespace kiln::ops

@@ -1,0 +1,45 @@
+//===- traced_module.hpp - a traced kernel: MLIR context + kiln module ----===//
+//
+// Internal: shared by the tracer (dsl/) and the compiler (runtime/). Users
+// only see `std::unique_ptr<kiln::TracedModule>`.
+//
+//===----------------------------------------------------------------------===//
+#pragma once
+
+#include "kiln/runtime/kernel.hpp"
+
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/MLIRContext.h"
+#include "mlir/IR/OwningOpRef.h"
+
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace kiln {
+
+class TracedModule {
+public:
+  std::unique_ptr<mlir::MLIRContext> context;
+  mlir::OwningOpRef<mlir::ModuleOp> module;
+  std::string name;
+  std::vector<Param> params;
+};
+
+/// A context with every dialect and translation kiln's pipelines use.
+std::unique_ptr<mlir::MLIRContext> makeKilnContext();
+
+/// Collects diagnostics emitted while alive into one message.
+class DiagnosticCollector {
+public:
+  explicit DiagnosticCollector(mlir::MLIRContext *ctx);
+  ~DiagnosticCollector();
+  std::string str() const { return text_; }
+
+private:
+  mlir::MLIRContext *ctx_;
+  uint64_t id_;
+  std::string text_;
+};
+
+} // namespace kiln

@@ -1,0 +1,159 @@
+//===- CompiledKernel.cpp - run the pipelines, keep every stage's IR ------===//
+#include "kiln/Lowering/Passes.h"
+#include "kiln/runtime/detail/cpu_executable.hpp"
+#include "kiln/runtime/detail/traced_module.hpp"
+
+#include "mlir/Pass/PassManager.h"
+#include "mlir/Target/LLVMIR/Export.h"
+
+#include "llvm/IR/Module.h"
+
+#include <chrono>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <map>
+
+using namespace mlir;
+
+namespace kiln {
+
+struct CompiledKernel::Impl {
+  TracedModulePtr traced;
+  Target target;
+  CompileOptions options;
+  std::map<Stage, std::string> ir;
+  double seconds = 0;
+  std::unique_ptr<CpuExecutable> cpu;
+
+  void record(Stage stage, std::string text) {
+    if (!options.dump_dir.empty()) {
+      std::filesystem::create_directories(options.dump_dir);
+      std::string ext = stage == Stage::LLVMIR ? ".ll" : ".mlir";
+      std::ofstream(std::filesystem::path(options.dump_dir) /
+                    (traced->name + "." + std::string(to_string(stage)) + ext))
+          << text;
+    }
+    ir[stage] = std::move(text);
+  }
+
+  std::string print() {
+    std::string s;
+    llvm::raw_string_ostream os(s);
+    traced->module->print(os);
+    return s;
+  }
+
+  void runStage(const char *what, void (*build)(OpPassManager &)) {
+    MLIRContext *ctx = traced->context.get();
+    PassManager pm(ctx);
+    build(pm);
+    if (options.print_after_all)
+      pm.enableIRPrinting([](Pass *, Operation *) { return false; },
+                          [](Pass *, Operation *) { return true; },
+                          /*printModuleScope=*/true, /*printAfterOnlyOnChange=*/false);
+    DiagnosticCollector diags(ctx);
+    if (failed(pm.run(*traced->module)))
+      throw Error("kiln: compiling kernel '" + traced->name + "' failed in " + what + ":\n" +
+                  diags.str());
+  }
+};
+
+void TracedModuleDeleter::operator()(TracedModule *m) const { delete m; }
+
+CompiledKernel::CompiledKernel(TracedModulePtr traced, const Target &target,
+                               const CompileOptions &options)
+    : impl_(std::make_unique<Impl>()) {
+  if (!traced)
+    throw Error("kiln: no traced kernel to compile");
+  auto start = std::chrono::steady_clock::now();
+  Impl &m = *impl_;
+  m.traced = std::move(traced);
+  m.target = target;
+  m.options = options;
+  if (const char *env = std::getenv("KILN_PRINT_IR_AFTER_ALL"); env && *env && *env != '0')
+    m.options.print_after_all = true;
+  if (const char *env = std::getenv("KILN_DUMP_DIR"); env && *env)
+    m.options.dump_dir = env;
+
+  if (target.kind != Target::Kind::Cpu)
+    throw Error("kiln: target '" + target.str() + "' is not supported by this build");
+
+  m.runStage("kiln cleanup", buildKilnCleanupPipeline);
+  m.record(Stage::Kiln, m.print());
+  m.runStage("kiln to standard dialects", buildCpuKilnToStandardPipeline);
+  m.record(Stage::Lowered, m.print());
+  m.runStage("standard dialects to LLVM", buildCpuStandardToLLVMPipeline);
+  m.record(Stage::LLVMDialect, m.print());
+
+  std::string llvmIR;
+  m.cpu = std::make_unique<CpuExecutable>(*m.traced->module, m.traced->name, m.options.opt_level,
+                                          llvmIR);
+  m.record(Stage::LLVMIR, std::move(llvmIR));
+  m.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
+CompiledKernel::~CompiledKernel() = default;
+CompiledKernel::CompiledKernel(CompiledKernel &&) noexcept = default;
+CompiledKernel &CompiledKernel::operator=(CompiledKernel &&) noexcept = default;
+
+const std::string &CompiledKernel::name() const { return impl_->traced->name; }
+const Target &CompiledKernel::target() const { return impl_->target; }
+std::span<const Param> CompiledKernel::params() const { return impl_->traced->params; }
+double CompiledKernel::compile_seconds() const { return impl_->seconds; }
+
+const std::string &CompiledKernel::ir(Stage stage) const {
+  auto it = impl_->ir.find(stage);
+  if (it == impl_->ir.end())
+    throw Error("kiln: kernel '" + name() + "' has no '" + std::string(to_string(stage)) +
+                "' stage for target " + impl_->target.str());
+  return it->second;
+}
+
+namespace {
+std::string signature(const std::string &name, std::span<const Param> params) {
+  std::string s = name + "(";
+  for (std::size_t i = 0; i < params.size(); ++i)
+    s += (i ? ", " : "") + params[i].describe();
+  return s + ")";
+}
+} // namespace
+
+void CompiledKernel::launch(const Grid &grid, std::span<const KernelArg> args) const {
+  auto params = this->params();
+  const std::string sig = signature(name(), params);
+  if (args.size() != params.size())
+    throw Error("kiln: kernel " + sig + " takes " + std::to_string(params.size()) +
+                " arguments, got " + std::to_string(args.size()));
+  for (std::size_t i = 0; i < args.size(); ++i) {
+    const Param &p = params[i];
+    const KernelArg &a = args[i];
+    std::string where = "kiln: argument " + std::to_string(i) + " of " + sig + ": ";
+    if (p.is_pointer) {
+      if (a.kind != KernelArg::Kind::Pointer)
+        throw Error(where + "expects a pointer, got a " +
+                    (a.kind == KernelArg::Kind::Int ? "an integer" : "a float"));
+      if (a.dtype != DType::Ptr && a.dtype != p.dtype)
+        throw Error(where + "expects a pointer to " + std::string(to_string(p.dtype)) +
+                    ", got a pointer to " + std::string(to_string(a.dtype)));
+      if (!a.ptr)
+        throw Error(where + "null pointer");
+    } else if (is_float(p.dtype)) {
+      if (a.kind != KernelArg::Kind::Float)
+        throw Error(where + "expects a " + std::string(to_string(p.dtype)) + " value, got " +
+                    (a.kind == KernelArg::Kind::Pointer ? "a pointer" : "an integer"));
+    } else {
+      if (a.kind != KernelArg::Kind::Int)
+        throw Error(where + "expects an " + std::string(to_string(p.dtype)) + " value, got " +
+                    (a.kind == KernelArg::Kind::Pointer ? "a pointer" : "a float"));
+      if (p.dtype == DType::I32 && (a.i < INT32_MIN || a.i > INT32_MAX))
+        throw Error(where + "value " + std::to_string(a.i) + " does not fit in i32");
+    }
+  }
+  if (grid.x == 0 || grid.y == 0 || grid.z == 0)
+    throw Error("kiln: launch of " + name() + " with an empty grid (" + std::to_string(grid.x) +
+                ", " + std::to_string(grid.y) + ", " + std::to_string(grid.z) + ")");
+  impl_->cpu->launch(grid, params, args);
+}
+
+} // namespace kiln

@@ -1,0 +1,149 @@
+//===- CpuExecutable.cpp - JIT a kiln kernel for the host and launch it ---===//
+#include "kiln/runtime/detail/cpu_executable.hpp"
+
+#include "mlir/ExecutionEngine/ExecutionEngine.h"
+#include "mlir/ExecutionEngine/OptUtils.h"
+
+#include "llvm/ExecutionEngine/Orc/Mangling.h"
+#include "llvm/IR/Module.h"
+#include "llvm/Support/TargetSelect.h"
+
+#include <algorithm>
+#include <cstring>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+namespace {
+
+// Conversions LLVM may call for half precision on hosts without F16C.
+extern "C" _Float16 kiln_truncsfhf2(float f) {
+  uint16_t bits = kiln::half::from_float(f);
+  _Float16 h;
+  std::memcpy(&h, &bits, 2);
+  return h;
+}
+extern "C" _Float16 kiln_truncdfhf2(double d) { return kiln_truncsfhf2(float(d)); }
+extern "C" float kiln_extendhfsf2(_Float16 h) {
+  uint16_t bits;
+  std::memcpy(&bits, &h, 2);
+  return kiln::half::to_float(bits);
+}
+
+void initNativeTarget() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    llvm::InitializeNativeTarget();
+    llvm::InitializeNativeTargetAsmPrinter();
+  });
+}
+
+/// One argument's bytes, laid out as the kernel's parameter type.
+union Slot {
+  int64_t i64;
+  int32_t i32;
+  int8_t i8;
+  bool i1;
+  uint16_t bits16;
+  float f32;
+  double f64;
+};
+
+Slot toSlot(const kiln::Param &p, const kiln::KernelArg &a) {
+  Slot s{};
+  if (p.is_pointer) {
+    s.i64 = int64_t(reinterpret_cast<uintptr_t>(a.ptr));
+    return s;
+  }
+  switch (p.dtype) {
+  case kiln::DType::I1: s.i1 = a.i != 0; break;
+  case kiln::DType::I8: s.i8 = int8_t(a.i); break;
+  case kiln::DType::I32: s.i32 = int32_t(a.i); break;
+  case kiln::DType::I64: s.i64 = a.i; break;
+  case kiln::DType::F16: s.bits16 = kiln::half(float(a.f)).bits; break;
+  case kiln::DType::BF16: s.bits16 = kiln::bfloat16(float(a.f)).bits; break;
+  case kiln::DType::F32: s.f32 = float(a.f); break;
+  case kiln::DType::F64: s.f64 = a.f; break;
+  case kiln::DType::Ptr: break;
+  }
+  return s;
+}
+
+} // namespace
+
+namespace kiln {
+
+CpuExecutable::CpuExecutable(mlir::ModuleOp module, const std::string &name, int optLevel,
+                             std::string &llvmIR) {
+  initNativeTarget();
+  auto optimize = mlir::makeOptimizingTransformer(unsigned(optLevel), 0, nullptr);
+  auto transformer = [&](llvm::Module *m) -> llvm::Error {
+    if (llvm::Error err = optimize(m))
+      return err;
+    llvm::raw_string_ostream os(llvmIR);
+    m->print(os, nullptr);
+    return llvm::Error::success();
+  };
+  mlir::ExecutionEngineOptions options;
+  options.transformer = transformer;
+  options.jitCodeGenOptLevel = optLevel >= 2 ? llvm::CodeGenOptLevel::Default
+                                             : llvm::CodeGenOptLevel::None;
+  options.enableGDBNotificationListener = false;
+  options.enablePerfNotificationListener = false;
+  auto engine = mlir::ExecutionEngine::create(module, options);
+  if (!engine)
+    throw Error("kiln: JIT compilation of '" + name + "' failed: " +
+                llvm::toString(engine.takeError()));
+  engine_ = std::move(*engine);
+  engine_->registerSymbols([](llvm::orc::MangleAndInterner interner) {
+    llvm::orc::SymbolMap map;
+    auto add = [&](const char *sym, void *fn) {
+      map[interner(sym)] = {llvm::orc::ExecutorAddr::fromPtr(fn), llvm::JITSymbolFlags::Exported};
+    };
+    add("__truncsfhf2", reinterpret_cast<void *>(&kiln_truncsfhf2));
+    add("__truncdfhf2", reinterpret_cast<void *>(&kiln_truncdfhf2));
+    add("__extendhfsf2", reinterpret_cast<void *>(&kiln_extendhfsf2));
+    return map;
+  });
+  auto entry = engine_->lookupPacked(name);
+  if (!entry)
+    throw Error("kiln: JIT lookup of '" + name + "' failed: " + llvm::toString(entry.takeError()));
+  entry_ = *entry;
+}
+
+CpuExecutable::~CpuExecutable() = default;
+
+void CpuExecutable::launch(const Grid &grid, std::span<const Param> params,
+                           std::span<const KernelArg> args) const {
+  std::vector<Slot> slots;
+  for (std::size_t i = 0; i < params.size(); ++i)
+    slots.push_back(toSlot(params[i], args[i]));
+  const uint64_t total = uint64_t(grid.x) * grid.y * grid.z;
+  const unsigned workers =
+      unsigned(std::min<uint64_t>(total, std::max(1u, std::thread::hardware_concurrency())));
+
+  auto work = [&](unsigned worker) {
+    std::vector<Slot> own = slots; // the JIT'd code may read these concurrently; keep them private
+    int32_t grid_args[6] = {0, 0, 0, int32_t(grid.x), int32_t(grid.y), int32_t(grid.z)};
+    std::vector<void *> packed;
+    for (Slot &s : own)
+      packed.push_back(&s);
+    for (int32_t &g : grid_args)
+      packed.push_back(&g);
+    for (uint64_t p = worker; p < total; p += workers) {
+      grid_args[0] = int32_t(p % grid.x);
+      grid_args[1] = int32_t((p / grid.x) % grid.y);
+      grid_args[2] = int32_t(p / (uint64_t(grid.x) * grid.y));
+      entry_(packed.data());
+    }
+  };
+  if (workers <= 1)
+    return work(0);
+  std::vector<std::thread> threads;
+  for (unsigned w = 0; w < workers; ++w)
+    threads.emplace_back(work, w);
+  for (auto &t : threads)
+    t.join();
+}
+
+} // namespace kiln

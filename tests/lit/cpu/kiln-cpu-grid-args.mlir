@@ -1,0 +1,28 @@
+// RUN: kiln-opt %s -split-input-file -kiln-cpu-grid-args | FileCheck %s
+
+// CHECK-LABEL: func.func @test_program_ids
+// CHECK-SAME: (%[[X:.*]]: !kiln.ptr<f32>, %[[P0:.*]]: i32, %[[P1:.*]]: i32, %[[P2:.*]]: i32, %[[N0:.*]]: i32, %[[N1:.*]]: i32, %[[N2:.*]]: i32)
+// CHECK-NOT: kiln.program_id
+// CHECK-NOT: kiln.num_programs
+// CHECK: arith.addi %[[P1]], %[[N2]]
+// CHECK: arith.muli %[[P0]], %[[N0]]
+func.func @test_program_ids(%x: !kiln.ptr<f32>) attributes {kiln.kernel} {
+  %p1 = kiln.program_id 1 : i32
+  %n2 = kiln.num_programs 2 : i32
+  %a = arith.addi %p1, %n2 : i32
+  %p0 = kiln.program_id 0 : i32
+  %n0 = kiln.num_programs 0 : i32
+  %b = arith.muli %p0, %n0 : i32
+  %p = kiln.addptr %x, %a : !kiln.ptr<f32>, i32
+  %v = arith.sitofp %b : i32 to f32
+  kiln.store %p, %v : !kiln.ptr<f32>
+  return
+}
+
+// -----
+
+// Functions that are not kernels keep their signature: they are not launched.
+// CHECK-LABEL: func.func @test_not_kernel(%{{.*}}: i32) -> i32
+func.func @test_not_kernel(%x: i32) -> i32 {
+  return %x : i32
+}

@@ -1,0 +1,127 @@
+// Verifier errors of the kiln dialect.
+// RUN: kiln-opt %s -split-input-file -verify-diagnostics
+
+func.func @test_not_range_length() {
+  // expected-error @+1 {{result length 64 != end - start (128)}}
+  %0 = kiln.make_range 0 to 128 : tensor<64xi32>
+  return
+}
+
+// -----
+
+func.func @test_not_empty_range() {
+  // expected-error @+1 {{end (0) must be greater than start (4)}}
+  %0 = kiln.make_range 4 to 0 : tensor<4xi32>
+  return
+}
+
+// -----
+
+func.func @test_not_broadcast(%t: tensor<64x2xf32>) {
+  // expected-error @+1 {{dimension 1 of size 2 cannot broadcast to 128}}
+  %0 = kiln.broadcast %t : tensor<64x2xf32> -> tensor<64x128xf32>
+  return
+}
+
+// -----
+
+func.func @test_not_broadcast_rank(%t: tensor<64xf32>) {
+  // expected-error @+1 {{rank changes from 1 to 2; use kiln.expand_dims first}}
+  %0 = kiln.broadcast %t : tensor<64xf32> -> tensor<64x128xf32>
+  return
+}
+
+// -----
+
+func.func @test_not_expand_dims(%t: tensor<64xf32>) {
+  // expected-error @+1 {{result type 'tensor<1x64xf32>' != expected 'tensor<64x1xf32>'}}
+  %0 = kiln.expand_dims %t {axis = 1 : i32} : tensor<64xf32> -> tensor<1x64xf32>
+  return
+}
+
+// -----
+
+func.func @test_not_reshape(%t: tensor<64xf32>) {
+  // expected-error @+1 {{element count changes from 64 to 32}}
+  %0 = kiln.reshape %t : tensor<64xf32> -> tensor<4x8xf32>
+  return
+}
+
+// -----
+
+func.func @test_not_addptr_shape(%p: tensor<4x!kiln.ptr<f32>>, %o: tensor<8xi32>) {
+  // expected-error @+1 {{offset type 'tensor<8xi32>' does not have the shape of pointer type}}
+  %0 = kiln.addptr %p, %o : tensor<4x!kiln.ptr<f32>>, tensor<8xi32>
+  return
+}
+
+// -----
+
+func.func @test_not_dot_k(%a: tensor<16x32xf16>, %b: tensor<16x16xf16>, %c: tensor<16x16xf32>) {
+  // expected-error @+1 {{K of lhs (32) != K of rhs (16)}}
+  %0 = kiln.dot %a, %b, %c : tensor<16x32xf16>, tensor<16x16xf16> -> tensor<16x16xf32>
+  return
+}
+
+// -----
+
+func.func @test_not_dot_dtype(%a: tensor<16x16xf16>, %b: tensor<16x16xbf16>, %c: tensor<16x16xf32>) {
+  // expected-error @+1 {{lhs element type 'f16' != rhs element type 'bf16'}}
+  %0 = kiln.dot %a, %b, %c : tensor<16x16xf16>, tensor<16x16xbf16> -> tensor<16x16xf32>
+  return
+}
+
+// -----
+
+func.func @test_not_dot_acc(%a: tensor<16x16xf16>, %b: tensor<16x16xf16>, %c: tensor<16x16xf16>) {
+  // expected-error @+1 {{accumulator must be f32, got 'f16'}}
+  %0 = kiln.dot %a, %b, %c : tensor<16x16xf16>, tensor<16x16xf16> -> tensor<16x16xf16>
+  return
+}
+
+// -----
+
+func.func @test_not_reduce_axis(%t: tensor<4x8xf32>) {
+  // expected-error @+1 {{axis 2 out of range for a rank-2 tile}}
+  %0 = kiln.reduce sum %t axis 2 : tensor<4x8xf32> -> tensor<4xf32>
+  return
+}
+
+// -----
+
+func.func @test_not_reduce_result(%t: tensor<4x8xf32>) {
+  // expected-error @+1 {{result type 'tensor<8xf32>' != expected 'tensor<4xf32>'}}
+  %0 = kiln.reduce max %t axis 1 : tensor<4x8xf32> -> tensor<8xf32>
+  return
+}
+
+// -----
+
+func.func @test_not_argmax_type(%t: tensor<4x8xf32>) {
+  // expected-error @+1 {{result type 'tensor<8xi32>' != expected 'tensor<4xi32>'}}
+  %0 = kiln.argmax %t axis 1 : tensor<4x8xf32> -> tensor<8xi32>
+  return
+}
+
+// -----
+
+func.func @test_not_cast_shape(%t: tensor<8xf32>) {
+  // expected-error @+1 {{shape changes from 'tensor<8xf32>' to 'tensor<4xf16>'}}
+  %0 = kiln.cast %t : tensor<8xf32> to tensor<4xf16>
+  return
+}
+
+// -----
+
+func.func @test_not_program_axis() {
+  // expected-error @+1 {{attribute 'axis' failed to satisfy constraint}}
+  %0 = kiln.program_id 3 : i32
+  return
+}
+
+// -----
+
+// expected-error @+1 {{!kiln.ptr must point to a float or integer type, got 'index'}}
+func.func @test_not_ptr_type(%p: !kiln.ptr<index>) {
+  return
+}
