@@ -18,6 +18,7 @@
 #include "mlir/IR/Verifier.h"
 
 #include <cxxabi.h>
+#include <regex>
 
 using namespace mlir;
 
@@ -133,6 +134,8 @@ std::string kernel_name_from_type(const char *mangled) {
   char *demangled = abi::__cxa_demangle(mangled, nullptr, nullptr, &status);
   std::string full = status == 0 && demangled ? demangled : mangled;
   std::free(demangled);
+  // Drop namespace qualifiers everywhere, including inside template arguments.
+  full = std::regex_replace(full, std::regex("[A-Za-z_][A-Za-z0-9_]*::"), "");
   // Keep the last component of the qualified name; template arguments become
   // suffixes: `ops::RowSoftmax<1024>` -> `RowSoftmax_1024`.
   std::string name;

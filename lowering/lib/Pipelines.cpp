@@ -19,7 +19,7 @@ constexpr const char *kCpuKilnToStandard =
     "kiln-cpu-grid-args,convert-kiln-to-cpu,canonicalize,cse";
 constexpr const char *kCpuStandardToLLVM =
     "func.func(convert-elementwise-to-linalg),"
-    "one-shot-bufferize{bufferize-function-boundaries},"
+    "one-shot-bufferize{bufferize-function-boundaries allow-return-allocs-from-loops},"
     "buffer-deallocation-pipeline,"
     "convert-linalg-to-loops,"
     "func.func(arith-expand,arith-emulate-unsupported-floats{source-types=bf16,f16 "

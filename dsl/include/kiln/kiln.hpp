@@ -58,7 +58,9 @@ public:
   using CompiledKernel::CompiledKernel;
   using CompiledKernel::launch;
 
-  template <class... A> void launch(const Grid &grid, const A &...args) const {
+  template <class... A>
+    requires(!(sizeof...(A) == 1 && (std::is_convertible_v<const A &, std::span<const KernelArg>> && ...)))
+  void launch(const Grid &grid, const A &...args) const {
     static_assert(sizeof...(A) == Sig::arity,
                   "kiln::Kernel::launch: wrong number of arguments for this kernel");
     launch_impl(grid, std::make_index_sequence<sizeof...(A)>{}, args...);

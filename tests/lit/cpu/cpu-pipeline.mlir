@@ -3,7 +3,8 @@
 
 // CHECK-LABEL: llvm.func @test_vector_add
 // CHECK-SAME: (%{{.*}}: i64, %{{.*}}: i64, %{{.*}}: i64, %{{.*}}: i32, %{{.*}}: i32, %{{.*}}: i32, %{{.*}}: i32, %{{.*}}: i32, %{{.*}}: i32, %{{.*}}: i32)
-// CHECK-NOT: kiln.
+// CHECK-NOT: = kiln.
+// CHECK-NOT: kiln.store
 // CHECK-NOT: tensor.
 // CHECK-NOT: linalg.
 // CHECK: llvm.load

@@ -82,6 +82,10 @@ template <class T, int... A, class U, int... B> struct Broadcast<Tile<T, A...>, 
 template <class X> struct is_tile : std::false_type {};
 template <class T, int... D> struct is_tile<Tile<T, D...>> : std::true_type {};
 template <class X> inline constexpr bool is_tile_v = is_tile<std::remove_cvref_t<X>>::value;
+template <class X> struct is_ptr_tile : std::false_type {};
+template <class E, int... D> struct is_ptr_tile<Tile<ptr<E>, D...>> : std::true_type {};
+/// True for tiles (and scalars) of pointers.
+template <class X> inline constexpr bool is_ptr_tile_v = is_ptr_tile<std::remove_cvref_t<X>>::value;
 
 template <class S> inline constexpr bool is_literal_v =
     std::is_arithmetic_v<std::remove_cvref_t<S>> && !std::is_same_v<std::remove_cvref_t<S>, bool>;
@@ -210,9 +214,9 @@ template <class A, class B> auto rhs(B b) {
 
 template <class A, class B> requires detail::TileOperands<A, B>
 auto operator+(A a, B b) {
-  if constexpr (detail::is_tile_v<A> && is_ptr_v<typename A::dtype>)
+  if constexpr (detail::is_ptr_tile_v<A>)
     return detail::offset_ptr(a, detail::rhs<A, B>(b));
-  else if constexpr (detail::is_tile_v<B> && is_ptr_v<typename B::dtype>)
+  else if constexpr (detail::is_ptr_tile_v<B>)
     return detail::offset_ptr(b, detail::lhs<A, B>(a));
   else
     return detail::arith(detail::BinOp::Add, detail::lhs<A, B>(a), detail::rhs<A, B>(b));
@@ -417,6 +421,11 @@ Tile<f32, M, N> dot(Tile<T, M, K> a, Tile<T, K2, N> b, Tile<f32, M, N> acc) {
 template <class T, int M, int K, int K2, int N>
 Tile<f32, M, N> dot(Tile<T, M, K> a, Tile<T, K2, N> b) {
   return dot(a, b, zeros<f32, M, N>());
+}
+template <class A, class B> auto dot(A, B) {
+  static_assert(sizeof(A) == 0,
+                "kiln::dot: operands must be 2-D tiles of one dtype (f16, bf16 or f32) "
+                "with an f32 (M, N) accumulator");
 }
 template <class A, class B, class C> auto dot(A, B, C) {
   static_assert(sizeof(A) == 0,

@@ -19,6 +19,11 @@ template <class X> I32 as_i32(X x) {
     return I32(constant(DType::I32, double(x), {}));
   }
 }
+/// The i-th handle of `vs` as the i-th tile type of `C`.
+template <class... C, std::size_t... I>
+std::tuple<C...> wrap_values(const std::vector<V> &vs, std::index_sequence<I...>) {
+  return std::tuple<C...>(C(vs[I])...);
+}
 template <class X> struct is_tuple : std::false_type {};
 template <class... X> struct is_tuple<std::tuple<X...>> : std::true_type {};
 } // namespace detail
@@ -35,9 +40,8 @@ Init for_range(Lo lo, Hi hi, Step step, Init init, Body body) {
     std::array<detail::V, sizeof...(carried)> in{carried.v...};
     auto frame = detail::begin_for(detail::as_i32(lo).v, detail::as_i32(hi).v,
                                    detail::as_i32(step).v, in);
-    // Braced initialisation evaluates left to right, keeping the order of the region arguments.
-    std::size_t i = 0;
-    std::tuple<decltype(carried)...> args{decltype(carried)(frame.args[i++])...};
+    using Seq = std::index_sequence_for<decltype(carried)...>;
+    auto args = detail::wrap_values<decltype(carried)...>(frame.args, Seq{});
     auto next = std::apply([&](auto... a) { return body(I32(frame.iv), a...); }, args);
     static_assert(std::is_same_v<decltype(next), Init>,
                   "kiln::for_range: the body must return values of the carried types");
@@ -47,8 +51,7 @@ Init for_range(Lo lo, Hi hi, Step step, Init init, Body body) {
     else
       out.push_back(next.v);
     auto res = detail::end_for(out);
-    std::size_t j = 0;
-    std::tuple<decltype(carried)...> results{decltype(carried)(res[j++])...};
+    auto results = detail::wrap_values<decltype(carried)...>(res, Seq{});
     if constexpr (detail::is_tuple<Init>::value)
       return results;
     else
