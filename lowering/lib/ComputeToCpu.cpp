@@ -136,54 +136,7 @@ struct CastLowering : OpConversionPattern<kiln::CastOp> {
   using OpConversionPattern::OpConversionPattern;
   LogicalResult matchAndRewrite(kiln::CastOp op, OpAdaptor adaptor,
                                 ConversionPatternRewriter &rewriter) const override {
-    Location loc = op.getLoc();
-    Value x = adaptor.getSrc();
-    Type dstType = op.getType();
-    Type from = kiln::getElementTypeOrSelf(x.getType());
-    Type to = kiln::getElementTypeOrSelf(dstType);
-    auto shaped = [&](Type elem) { return kiln::getSameShape(dstType, elem); };
-    auto zero = [&](Type elem) -> Value {
-      TypedAttr z = rewriter.getZeroAttr(elem);
-      if (auto t = dyn_cast<RankedTensorType>(dstType))
-        z = SplatElementsAttr::get(RankedTensorType::get(t.getShape(), elem), z);
-      return arith::ConstantOp::create(rewriter, loc, z);
-    };
-    Value result;
-    auto ff = dyn_cast<FloatType>(from);
-    auto ft = dyn_cast<FloatType>(to);
-    if (ff && ft) {
-      if (ff.getWidth() == ft.getWidth()) { // f16 <-> bf16 through f32
-        Value wide = arith::ExtFOp::create(rewriter, loc, shaped(rewriter.getF32Type()), x);
-        result = arith::TruncFOp::create(rewriter, loc, dstType, wide);
-      } else if (ff.getWidth() < ft.getWidth()) {
-        result = arith::ExtFOp::create(rewriter, loc, dstType, x);
-      } else {
-        result = arith::TruncFOp::create(rewriter, loc, dstType, x);
-      }
-    } else if (ff) { // float -> int
-      if (to.isInteger(1))
-        result = arith::CmpFOp::create(rewriter, loc, arith::CmpFPredicate::UNE, x, zero(from));
-      else
-        result = arith::FPToSIOp::create(rewriter, loc, dstType, x);
-    } else if (ft) { // int -> float
-      if (from.isInteger(1))
-        result = arith::UIToFPOp::create(rewriter, loc, dstType, x);
-      else
-        result = arith::SIToFPOp::create(rewriter, loc, dstType, x);
-    } else { // int -> int
-      unsigned wf = from.getIntOrFloatBitWidth(), wt = to.getIntOrFloatBitWidth();
-      if (wt == 1)
-        result = arith::CmpIOp::create(rewriter, loc, arith::CmpIPredicate::ne, x, zero(from));
-      else if (wf == 1)
-        result = arith::ExtUIOp::create(rewriter, loc, dstType, x);
-      else if (wf < wt)
-        result = arith::ExtSIOp::create(rewriter, loc, dstType, x);
-      else if (wf > wt)
-        result = arith::TruncIOp::create(rewriter, loc, dstType, x);
-      else
-        result = x;
-    }
-    rewriter.replaceOp(op, result);
+    rewriter.replaceOp(op, kiln::emitCast(rewriter, op.getLoc(), adaptor.getSrc(), op.getType()));
     return success();
   }
 };

@@ -60,7 +60,12 @@ void kiln::buildCpuPipeline(OpPassManager &pm) {
 }
 
 void kiln::registerKilnPipelines() {
+  static std::once_flag once;
+  bool first = false;
+  std::call_once(once, [&] { first = true; });
   ensureUpstreamPassesRegistered();
+  if (!first)
+    return;
   PassPipelineRegistration<>("kiln-cpu-pipeline",
                              "Lower traced kiln IR all the way to the LLVM dialect for the CPU",
                              [](OpPassManager &pm) { buildCpuPipeline(pm); });
@@ -69,6 +74,13 @@ void kiln::registerKilnPipelines() {
                              [](OpPassManager &pm) {
                                buildKilnCleanupPipeline(pm);
                                buildCpuKilnToStandardPipeline(pm);
+                             });
+  PassPipelineRegistration<>("kiln-gpu-pipeline",
+                             "Lower traced kiln IR to NVVM in a gpu.module (4 warps)",
+                             [](OpPassManager &pm) {
+                               buildKilnCleanupPipeline(pm);
+                               buildGpuKilnToGpuPipeline(pm, 4);
+                               buildGpuToNVVMPipeline(pm);
                              });
 }
 

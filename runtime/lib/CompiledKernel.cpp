@@ -1,6 +1,7 @@
 //===- CompiledKernel.cpp - run the pipelines, keep every stage's IR ------===//
 #include "kiln/Lowering/Passes.h"
 #include "kiln/runtime/detail/cpu_executable.hpp"
+#include "kiln/runtime/detail/gpu_executable.hpp"
 #include "kiln/runtime/detail/traced_module.hpp"
 
 #include "mlir/Pass/PassManager.h"
@@ -25,11 +26,12 @@ struct CompiledKernel::Impl {
   std::map<Stage, std::string> ir;
   double seconds = 0;
   std::unique_ptr<CpuExecutable> cpu;
+  std::unique_ptr<GpuExecutable> gpu;
 
   void record(Stage stage, std::string text) {
     if (!options.dump_dir.empty()) {
       std::filesystem::create_directories(options.dump_dir);
-      std::string ext = stage == Stage::LLVMIR ? ".ll" : ".mlir";
+      std::string ext = stage == Stage::LLVMIR ? ".ll" : stage == Stage::Ptx ? ".ptx" : ".mlir";
       std::ofstream(std::filesystem::path(options.dump_dir) /
                     (traced->name + "." + std::string(to_string(stage)) + ext))
           << text;
@@ -44,7 +46,7 @@ struct CompiledKernel::Impl {
     return s;
   }
 
-  void runStage(const char *what, void (*build)(OpPassManager &)) {
+  template <class Build> void runStage(const char *what, Build build) {
     MLIRContext *ctx = traced->context.get();
     PassManager pm(ctx);
     build(pm);
@@ -76,11 +78,37 @@ CompiledKernel::CompiledKernel(TracedModulePtr traced, const Target &target,
   if (const char *env = std::getenv("KILN_DUMP_DIR"); env && *env)
     m.options.dump_dir = env;
 
-  if (target.kind != Target::Kind::Cpu)
-    throw Error("kiln: target '" + target.str() + "' is not supported by this build");
+  if (const char *env = std::getenv("KILN_CUDA_PATH"); env && *env)
+    m.options.cuda_path = env;
 
   m.runStage("kiln cleanup", buildKilnCleanupPipeline);
   m.record(Stage::Kiln, m.print());
+  if (target.kind == Target::Kind::Cuda) {
+    if (target.arch != "sm_80" && target.arch != "sm_86" && target.arch != "sm_89" &&
+        target.arch != "sm_90" && target.arch != "sm_90a")
+      throw Error("kiln: unsupported CUDA architecture '" + target.arch +
+                  "' (expected sm_80, sm_86, sm_89, sm_90 or sm_90a)");
+    int warps = m.options.num_warps;
+    if (warps < 1 || warps > 32)
+      throw Error("kiln: num_warps must be in [1, 32], got " + std::to_string(warps));
+    m.runStage("kiln to gpu", [&](OpPassManager &pm) { buildGpuKilnToGpuPipeline(pm, warps); });
+    m.record(Stage::Lowered, m.print());
+    m.runStage("gpu to NVVM", buildGpuToNVVMPipeline);
+    m.record(Stage::LLVMDialect, m.print());
+    std::string ptx, llvmIR, error;
+    {
+      DiagnosticCollector diags(m.traced->context.get());
+      if (!translateToPtx(*m.traced->module, target.arch, m.options.cuda_path, ptx, llvmIR, error))
+        throw Error("kiln: compiling kernel '" + m.traced->name + "' to PTX failed: " + error +
+                    "\n" + diags.str());
+    }
+    m.record(Stage::LLVMIR, std::move(llvmIR));
+    m.record(Stage::Ptx, ptx);
+    m.gpu = std::make_unique<GpuExecutable>(std::move(ptx), m.traced->name, warps * 32);
+    m.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    return;
+  }
+
   m.runStage("kiln to standard dialects", buildCpuKilnToStandardPipeline);
   m.record(Stage::Lowered, m.print());
   m.runStage("standard dialects to LLVM", buildCpuStandardToLLVMPipeline);
@@ -153,7 +181,10 @@ void CompiledKernel::launch(const Grid &grid, std::span<const KernelArg> args) c
   if (grid.x == 0 || grid.y == 0 || grid.z == 0)
     throw Error("kiln: launch of " + name() + " with an empty grid (" + std::to_string(grid.x) +
                 ", " + std::to_string(grid.y) + ", " + std::to_string(grid.z) + ")");
-  impl_->cpu->launch(grid, params, args);
+  if (impl_->gpu)
+    impl_->gpu->launch(grid, params, args);
+  else
+    impl_->cpu->launch(grid, params, args);
 }
 
 } // namespace kiln

@@ -52,16 +52,17 @@ std::string_view to_string(Stage s) {
   case Stage::Lowered: return "lowered";
   case Stage::LLVMDialect: return "llvm-dialect";
   case Stage::LLVMIR: return "llvm";
+  case Stage::Ptx: return "ptx";
   }
   return "?";
 }
 
 Stage parse_stage(std::string_view s) {
-  for (Stage st : {Stage::Kiln, Stage::Lowered, Stage::LLVMDialect, Stage::LLVMIR})
+  for (Stage st : {Stage::Kiln, Stage::Lowered, Stage::LLVMDialect, Stage::LLVMIR, Stage::Ptx})
     if (to_string(st) == s)
       return st;
   throw Error("kiln: unknown IR stage '" + std::string(s) +
-              "' (expected kiln, lowered, llvm-dialect or llvm)");
+              "' (expected kiln, lowered, llvm-dialect, llvm or ptx)");
 }
 
 uint16_t half::from_float(float f) {

@@ -2,6 +2,7 @@
 #include <doctest/doctest.h>
 
 #include "kiln/kiln.hpp"
+#include "kiln/runtime/cuda.hpp"
 
 using namespace kiln;
 
@@ -51,7 +52,12 @@ TEST_CASE("typed launches reject null pointers at run time") {
   CHECK_THROWS_WITH_AS(k.launch(Grid(1), nullptr, 1.0f, 4), doctest::Contains("null pointer"), Error);
 }
 
-TEST_CASE("targets this build cannot compile for are reported") {
-  CHECK_THROWS_WITH_AS(compile<Fill>(Target::cuda("sm_90a")),
-                       doctest::Contains("not supported"), Error);
+TEST_CASE("a CUDA kernel compiles without a GPU; launching it without one is a clear error") {
+  auto k = compile<Fill>(Target::cuda("sm_90a"));
+  CHECK(k.ir(Stage::Ptx).find(".entry Fill") != std::string::npos);
+  std::string why;
+  if (!cuda::available(&why)) {
+    std::vector<float> buf(64);
+    CHECK_THROWS_WITH_AS(k.launch(Grid(1), buf.data(), 1.0f, 64), doctest::Contains("no GPU"), Error);
+  }
 }

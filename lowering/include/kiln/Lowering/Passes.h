@@ -5,6 +5,7 @@
 #include "kiln/Dialect/KilnDialect.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/Math/IR/Math.h"
@@ -35,6 +36,10 @@ void populateShapeToCpuPatterns(CpuTypeConverter &converter, mlir::RewritePatter
 /// kiln.dot / reduce / argmax / cast / select.
 void populateComputeToCpuPatterns(CpuTypeConverter &converter, mlir::RewritePatternSet &patterns);
 
+/// Converts `x` (scalar or tile) to `dstType` with arith ops: float widths,
+/// float <-> signed int, int widths (sign-extending), i1 as 0/1.
+mlir::Value emitCast(mlir::OpBuilder &b, mlir::Location loc, mlir::Value x, mlir::Type dstType);
+
 /// Everything from kiln (as traced) to the LLVM dialect, for the CPU JIT.
 /// `kilnDone` / `loweredDone` are run on the module after those stages when set.
 void buildCpuPipeline(mlir::OpPassManager &pm);
@@ -44,6 +49,16 @@ void buildKilnCleanupPipeline(mlir::OpPassManager &pm);
 void buildCpuKilnToStandardPipeline(mlir::OpPassManager &pm);
 /// Standard dialects on tensors -> LLVM dialect.
 void buildCpuStandardToLLVMPipeline(mlir::OpPassManager &pm);
+
+/// kiln (cleaned) -> gpu.module with scalar code per thread.
+void buildGpuKilnToGpuPipeline(mlir::OpPassManager &pm, int numWarps);
+/// gpu.module -> NVVM / LLVM dialect.
+void buildGpuToNVVMPipeline(mlir::OpPassManager &pm);
+/// Serializes the (NVVM-lowered) gpu.module of `module` to PTX for `chip`
+/// (sm_80, sm_90a, ...), linking libdevice from `cudaPath`. On failure returns
+/// false and sets `error`.
+bool translateToPtx(mlir::ModuleOp module, llvm::StringRef chip, llvm::StringRef cudaPath,
+                    std::string &ptx, std::string &llvmIR, std::string &error);
 
 /// Registers the kiln pipelines by name for kiln-opt (`--kiln-cpu-pipeline`, ...).
 void registerKilnPipelines();

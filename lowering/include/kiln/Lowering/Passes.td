@@ -57,4 +57,37 @@ def ConvertKilnToCpu : Pass<"convert-kiln-to-cpu", "mlir::ModuleOp"> {
                            "::mlir::LLVM::LLVMDialect", "::mlir::math::MathDialect"];
 }
 
+def ConvertKilnToGpu : Pass<"convert-kiln-to-gpu", "mlir::ModuleOp"> {
+  let summary = "Distribute kiln tiles over the threads of a CTA and emit a gpu.func";
+  let description = [{
+    Every `kiln.kernel` function becomes a `gpu.func` in a `gpu.module`, run
+    by `num-warps * 32` threads. Each tile value gets a layout:
+
+    * *distributed* (numel a multiple of the thread count): thread `t` holds
+      flat elements `j * T + t`, so consecutive threads touch consecutive
+      addresses and global accesses coalesce;
+    * *replicated* (small tiles): every thread holds every element.
+
+    Element-wise ops, loads and stores act on each thread's elements. Layout
+    changes (broadcasts between layouts), general reductions, argmax and
+    `kiln.dot` go through shared memory; a reduction of a distributed 1-D
+    tile to a scalar combines per thread, then across the warp with
+    butterfly shuffles, then across warps through shared memory. `dot` on
+    this path is an FMA loop over K (correct for every dtype).
+
+    Before:
+    ```mlir
+    func.func @k(%x: !kiln.ptr<f32>) attributes {kiln.kernel} { ... }
+    ```
+    After:
+    ```mlir
+    gpu.module @kiln { gpu.func @k(%x: i64) kernel attributes {known_block_size = array<i32: 128, 1, 1>} { ... } }
+    ```
+  }];
+  let options = [Option<"numWarps", "num-warps", "int", "4", "warps per program (CTA)">];
+  let dependentDialects = ["::mlir::gpu::GPUDialect", "::mlir::LLVM::LLVMDialect",
+                           "::mlir::arith::ArithDialect", "::mlir::scf::SCFDialect",
+                           "::mlir::math::MathDialect"];
+}
+
 #endif // KILN_LOWERING_PASSES_TD

@@ -43,9 +43,10 @@ enum class Stage {
   Lowered,     ///< kiln ops replaced by standard dialects (tensor/linalg/scf/arith)
   LLVMDialect, ///< MLIR's LLVM dialect
   LLVMIR,      ///< LLVM IR
+  Ptx,         ///< PTX assembly (CUDA targets)
 };
 std::string_view to_string(Stage s);
-/// Parses "kiln", "lowered", "llvm-dialect", "llvm"; throws Error otherwise.
+/// Parses "kiln", "lowered", "llvm-dialect", "llvm", "ptx"; throws Error otherwise.
 Stage parse_stage(std::string_view s);
 
 struct CompileOptions {
@@ -53,8 +54,12 @@ struct CompileOptions {
   bool print_after_all = false;
   /// Write the IR of every stage into this folder (also: KILN_DUMP_DIR).
   std::string dump_dir;
-  /// LLVM optimisation level of the generated code.
+  /// LLVM optimisation level of the generated code (CPU).
   int opt_level = 2;
+  /// Warps per program on CUDA targets.
+  int num_warps = 4;
+  /// CUDA toolkit (for libdevice); also KILN_CUDA_PATH.
+  std::string cuda_path = "/usr/local/cuda";
 };
 
 /// Grid of programs; every axis at least 1.

@@ -1,4 +1,9 @@
-//===- test_ops_cpu.cpp - the kernel library against its references, CPU -===//
+//===- test_ops.cpp - the kernel library against its references ----------===//
+//
+// Built twice: for the CPU (kiln_cpu_numeric_tests) and, with KILN_TEST_GPU,
+// for the GPU of the machine it runs on (kiln_gpu_tests, ctest label gpu).
+//
+//===----------------------------------------------------------------------===//
 #define DOCTEST_CONFIG_IMPLEMENT_WITH_MAIN
 #include <doctest/doctest.h>
 
@@ -7,11 +12,40 @@
 #include "kiln/ops/matmul.hpp"
 #include "kiln/ops/reference.hpp"
 #include "kiln/ops/softmax.hpp"
+#include "kiln/runtime/cuda.hpp"
+
+#include <memory>
 
 using namespace kiln;
 
 namespace {
-const Target kCpu = Target::cpu();
+#ifdef KILN_TEST_GPU
+constexpr bool kGpu = true;
+#else
+constexpr bool kGpu = false;
+#endif
+
+Target target() {
+  static Target t = kGpu ? Target::cuda(cuda::device_arch()) : Target::cpu();
+  return t;
+}
+const Target &kCpu = target(); // the target under test
+
+/// A host vector mirrored on the device when testing the GPU.
+template <class T> struct Mem {
+  std::vector<T> &host;
+  std::unique_ptr<cuda::DeviceBuffer<T>> dev;
+  explicit Mem(std::vector<T> &h) : host(h) {
+    if (kGpu)
+      dev = std::make_unique<cuda::DeviceBuffer<T>>(h);
+  }
+  T *operator()() const { return dev ? dev->data() : host.data(); }
+  std::vector<T> &fetch() {
+    if (dev)
+      host = dev->download();
+    return host;
+  }
+};
 
 template <class T> void check(const std::vector<T> &got, const std::vector<double> &want,
                               double atol, double rtol) {
@@ -28,9 +62,10 @@ TEST_CASE_TEMPLATE("vec_add matches the reference", T, float, half) {
     CAPTURE(n);
     auto x = test::random_vector<T>(n, 1), y = test::random_vector<T>(n, 2);
     std::vector<T> out(n, T(-7.0f));
-    k.launch(Grid(ceil_div(n, 256)), x.data(), y.data(), out.data(), n);
+    Mem dx(x), dy(y), dout(out);
+    k.launch(Grid(ceil_div(n, 256)), dx(), dy(), dout(), n);
     double tol = std::is_same_v<T, half> ? 2e-3 : 1e-6;
-    check(out, ref::vec_add(x, y), tol, tol);
+    check(dout.fetch(), ref::vec_add(x, y), tol, tol);
   }
 }
 
@@ -44,13 +79,13 @@ TEST_CASE_TEMPLATE("softmax matches the reference", T, float, half) {
     CAPTURE(cols);
     auto x = test::random_vector<T>(std::size_t(rows) * cols, 3, -8, 8);
     auto want = ref::softmax(x, rows, cols);
-    std::vector<T> y(x.size(), T(-1.0f));
-    looped.launch(Grid(rows), x.data(), y.data(), cols, cols, cols);
-    check(y, want, tol, tol);
+    std::vector<T> y(x.size(), T(-1.0f)), y2 = y;
+    Mem dx(x), dy(y), dy2(y2);
+    looped.launch(Grid(rows), dx(), dy(), cols, cols, cols);
+    check(dy.fetch(), want, tol, tol);
     if (cols <= 512) {
-      std::fill(y.begin(), y.end(), T(-1.0f));
-      one_pass.launch(Grid(rows), x.data(), y.data(), cols, cols, cols);
-      check(y, want, tol, tol);
+      one_pass.launch(Grid(rows), dx(), dy2(), cols, cols, cols);
+      check(dy2.fetch(), want, tol, tol);
     }
   }
 }
@@ -66,11 +101,12 @@ TEST_CASE_TEMPLATE("layernorm matches the reference", T, float, half) {
     auto x = test::random_vector<T>(std::size_t(rows) * n, 4, -3, 5);
     auto w = test::random_vector<T>(n, 5), b = test::random_vector<T>(n, 6);
     auto want = ref::layernorm(x, w, b, rows, n, 1e-5);
-    std::vector<T> y(x.size());
-    looped.launch(Grid(rows), x.data(), w.data(), b.data(), y.data(), n, n, 1e-5);
-    check(y, want, tol, tol);
-    one_pass.launch(Grid(rows), x.data(), w.data(), b.data(), y.data(), n, n, 1e-5);
-    check(y, want, tol, tol);
+    std::vector<T> y(x.size()), y2(x.size());
+    Mem dx(x), dw(w), db(b), dy(y), dy2(y2);
+    looped.launch(Grid(rows), dx(), dw(), db(), dy(), n, n, 1e-5);
+    check(dy.fetch(), want, tol, tol);
+    one_pass.launch(Grid(rows), dx(), dw(), db(), dy2(), n, n, 1e-5);
+    check(dy2.fetch(), want, tol, tol);
   }
 }
 
@@ -87,12 +123,12 @@ TEST_CASE_TEMPLATE("matmul and matmul+bias+gelu match the reference", T, float, 
     auto b = test::random_vector<T>(std::size_t(K) * N, 8);
     auto bias = test::random_vector<T>(N, 9);
     double tol = std::is_same_v<T, half> ? 1e-2 : 1e-5;
-    std::vector<T> c(std::size_t(M) * N, T(-5.0f));
+    std::vector<T> c(std::size_t(M) * N, T(-5.0f)), c2 = c;
+    Mem da(a), dbm(b), dbias(bias), dc(c), dc2(c2);
     Grid grid(ceil_div(M, 32), ceil_div(N, 32));
-    mm.launch(grid, a.data(), b.data(), c.data(), M, N, K, K, N, N);
-    check(c, ref::matmul(a, b, M, N, K), tol, tol);
-    std::fill(c.begin(), c.end(), T(-5.0f));
-    mbg.launch(grid, a.data(), b.data(), bias.data(), c.data(), M, N, K, K, N, N);
-    check(c, ref::matmul(a, b, M, N, K, &bias), tol, tol);
+    mm.launch(grid, da(), dbm(), dc(), M, N, K, K, N, N);
+    check(dc.fetch(), ref::matmul(a, b, M, N, K), tol, tol);
+    mbg.launch(grid, da(), dbm(), dbias(), dc2(), M, N, K, K, N, N);
+    check(dc2.fetch(), ref::matmul(a, b, M, N, K, &bias), tol, tol);
   }
 }

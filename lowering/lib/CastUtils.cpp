@@ -1,0 +1,52 @@
+//===- CastUtils.cpp - element type conversions shared by the backends ----===//
+#include "kiln/Lowering/Passes.h"
+
+using namespace mlir;
+
+Value kiln::emitCast(OpBuilder &b, Location loc, Value x, Type dstType) {
+  Type from = kiln::getElementTypeOrSelf(x.getType());
+  Type to = kiln::getElementTypeOrSelf(dstType);
+  auto shaped = [&](Type elem) { return kiln::getSameShape(dstType, elem); };
+  auto zero = [&](Type elem) -> Value {
+    TypedAttr z = b.getZeroAttr(elem);
+    if (auto t = dyn_cast<RankedTensorType>(dstType))
+      z = SplatElementsAttr::get(RankedTensorType::get(t.getShape(), elem), z);
+    return arith::ConstantOp::create(b, loc, z);
+  };
+  Value result;
+  auto ff = dyn_cast<FloatType>(from);
+  auto ft = dyn_cast<FloatType>(to);
+  if (ff && ft) {
+    if (ff.getWidth() == ft.getWidth()) { // f16 <-> bf16 through f32
+      Value wide = arith::ExtFOp::create(b, loc, shaped(b.getF32Type()), x);
+      result = arith::TruncFOp::create(b, loc, dstType, wide);
+    } else if (ff.getWidth() < ft.getWidth()) {
+      result = arith::ExtFOp::create(b, loc, dstType, x);
+    } else {
+      result = arith::TruncFOp::create(b, loc, dstType, x);
+    }
+  } else if (ff) { // float -> int
+    if (to.isInteger(1))
+      result = arith::CmpFOp::create(b, loc, arith::CmpFPredicate::UNE, x, zero(from));
+    else
+      result = arith::FPToSIOp::create(b, loc, dstType, x);
+  } else if (ft) { // int -> float
+    if (from.isInteger(1))
+      result = arith::UIToFPOp::create(b, loc, dstType, x);
+    else
+      result = arith::SIToFPOp::create(b, loc, dstType, x);
+  } else { // int -> int
+    unsigned wf = from.getIntOrFloatBitWidth(), wt = to.getIntOrFloatBitWidth();
+    if (wt == 1)
+      result = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ne, x, zero(from));
+    else if (wf == 1)
+      result = arith::ExtUIOp::create(b, loc, dstType, x);
+    else if (wf < wt)
+      result = arith::ExtSIOp::create(b, loc, dstType, x);
+    else if (wf > wt)
+      result = arith::TruncIOp::create(b, loc, dstType, x);
+    else
+      result = x;
+  }
+  return result;
+}

@@ -1,0 +1,613 @@
+//===- ConvertKilnToGpu.cpp - distribute kiln tiles over a CTA's threads --===//
+//
+// Rewrites each kiln kernel as a gpu.func whose body is scalar code run by
+// every thread: a tile value becomes the list of elements this thread holds
+// under the value's layout (see Passes.td). Data movement between layouts,
+// general reductions and dot go through one shared-memory scratch buffer.
+//
+//===----------------------------------------------------------------------===//
+#include "kiln/Lowering/Passes.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/IR/IRMapping.h"
+
+namespace kiln {
+#define GEN_PASS_DEF_CONVERTKILNTOGPU
+#include "kiln/Lowering/Passes.h.inc"
+} // namespace kiln
+
+using namespace mlir;
+
+namespace {
+
+constexpr int64_t kMaxStaticSmem = 48 * 1024;
+constexpr const char *kSmemName = "kiln_smem";
+
+/// Which elements of a value a thread holds.
+struct Layout {
+  int64_t numel = 1;
+  int64_t perThread = 1;
+  bool distributed = false; ///< thread t holds flat elements j * T + t
+};
+
+int64_t byteSize(Type t) {
+  if (isa<kiln::PtrType>(t))
+    return 8;
+  return std::max<int64_t>(1, t.getIntOrFloatBitWidth() / 8);
+}
+
+class Emitter {
+public:
+  Emitter(OpBuilder &b, Location loc, int threads, gpu::GPUModuleOp module)
+      : b(b), loc(loc), threads(threads), module(module) {}
+
+  LogicalResult run(func::FuncOp src, gpu::GPUFuncOp dst) {
+    b.setInsertionPointToStart(&dst.getBody().front());
+    Value t = gpu::ThreadIdOp::create(b, loc, gpu::Dimension::x);
+    tid = arith::IndexCastOp::create(b, loc, b.getI32Type(), t);
+    Value w = arith::ConstantOp::create(b, loc, b.getI32IntegerAttr(32));
+    lane = arith::RemUIOp::create(b, loc, tid, w);
+    warp = arith::DivUIOp::create(b, loc, tid, w);
+    for (auto [from, to] : llvm::zip(src.getArguments(), dst.getArguments()))
+      values[from] = {to};
+    if (failed(emitBlock(src.getBody().front())))
+      return failure();
+    gpu::ReturnOp::create(b, loc);
+    if (smemBytes > kMaxStaticSmem)
+      return src.emitError("kernel needs ")
+             << smemBytes << " bytes of shared memory (limit " << kMaxStaticSmem
+             << "); use smaller blocks";
+    if (smemBytes > 0) {
+      OpBuilder::InsertionGuard guard(b);
+      b.setInsertionPointToStart(module.getBody());
+      auto type = LLVM::LLVMArrayType::get(b.getI8Type(), smemBytes);
+      LLVM::GlobalOp::create(b, loc, type, /*isConstant=*/false, LLVM::Linkage::Internal,
+                             kSmemName, Attribute(), /*alignment=*/16, /*addrSpace=*/3);
+    }
+    return success();
+  }
+
+private:
+  OpBuilder &b;
+  Location loc;
+  int threads;
+  gpu::GPUModuleOp module;
+  Value tid, lane, warp;
+  DenseMap<Value, SmallVector<Value>> values;
+  int64_t smemBytes = 0;
+
+  //===--------------------------------------------------------------------===//
+  // Layouts and small helpers
+  //===--------------------------------------------------------------------===//
+
+  Layout layoutOf(Type t) const {
+    auto tile = dyn_cast<RankedTensorType>(t);
+    if (!tile)
+      return {};
+    Layout l;
+    l.numel = tile.getNumElements();
+    l.distributed = l.numel % threads == 0;
+    l.perThread = l.distributed ? l.numel / threads : l.numel;
+    return l;
+  }
+
+  Value i32(int64_t v) { return arith::ConstantOp::create(b, loc, b.getI32IntegerAttr(v)); }
+
+  /// Flat (row-major) index of this thread's j-th element.
+  Value flatIndex(const Layout &l, int64_t j) {
+    if (!l.distributed)
+      return i32(j);
+    return arith::AddIOp::create(b, loc, i32(j * threads), tid);
+  }
+
+  SmallVector<Value> &get(Value v) {
+    auto it = values.find(v);
+    assert(it != values.end() && "value emitted before use");
+    return it->second;
+  }
+  Value elem(Value v, int64_t j) {
+    auto &vs = get(v);
+    return vs.size() == 1 ? vs[0] : vs[j];
+  }
+
+  Type storageType(Type elem) {
+    if (isa<kiln::PtrType>(elem))
+      return b.getI64Type();
+    return elem;
+  }
+
+  /// Multi-index of flat index `flat` in `shape`, as i32 values.
+  SmallVector<Value> unravel(Value flat, ArrayRef<int64_t> shape) {
+    SmallVector<Value> idx(shape.size());
+    for (int64_t d = int64_t(shape.size()) - 1; d >= 0; --d) {
+      idx[d] = arith::RemSIOp::create(b, loc, flat, i32(shape[d]));
+      flat = arith::DivSIOp::create(b, loc, flat, i32(shape[d]));
+    }
+    return idx;
+  }
+  Value ravel(ArrayRef<Value> idx, ArrayRef<int64_t> shape) {
+    Value flat = i32(0);
+    for (size_t d = 0; d < shape.size(); ++d)
+      flat = arith::AddIOp::create(b, loc, arith::MulIOp::create(b, loc, flat, i32(shape[d])),
+                                   idx[d]);
+    return flat;
+  }
+
+  //===--------------------------------------------------------------------===//
+  // Shared memory
+  //===--------------------------------------------------------------------===//
+
+  Value smemAddr(int64_t baseBytes, Value index, Type elem) {
+    auto ptrType = LLVM::LLVMPointerType::get(b.getContext(), 3);
+    Value base = LLVM::AddressOfOp::create(b, loc, ptrType, kSmemName);
+    Value off = arith::AddIOp::create(
+        b, loc, i32(baseBytes), arith::MulIOp::create(b, loc, index, i32(byteSize(elem))));
+    return LLVM::GEPOp::create(b, loc, ptrType, b.getI8Type(), base, ValueRange{off});
+  }
+  void reserveSmem(int64_t bytes) { smemBytes = std::max(smemBytes, bytes); }
+  void barrier() { gpu::BarrierOp::create(b, loc); }
+
+  void storeSmem(int64_t base, Value index, Value v) {
+    Value x = v.getType().isInteger(1) ? Value(arith::ExtUIOp::create(b, loc, b.getI8Type(), v)) : v;
+    LLVM::StoreOp::create(b, loc, x, smemAddr(base, index, x.getType()));
+  }
+  Value loadSmem(int64_t base, Value index, Type elem) {
+    Type stored = elem.isInteger(1) ? b.getI8Type() : elem;
+    Value v = LLVM::LoadOp::create(b, loc, stored, smemAddr(base, index, stored));
+    if (elem.isInteger(1))
+      v = arith::TruncIOp::create(b, loc, elem, v);
+    return v;
+  }
+  /// Writes every element this thread holds of `v` at its flat index; returns bytes used.
+  int64_t spill(Value v, int64_t base) {
+    auto tile = cast<RankedTensorType>(v.getType());
+    Type stored = storageType(tile.getElementType());
+    Layout l = layoutOf(tile);
+    for (int64_t j = 0; j < l.perThread; ++j)
+      storeSmem(base, flatIndex(l, j), elem(v, j));
+    return tile.getNumElements() * std::max<int64_t>(byteSize(stored), 1);
+  }
+
+  //===--------------------------------------------------------------------===//
+  // Ops
+  //===--------------------------------------------------------------------===//
+
+  LogicalResult emitBlock(Block &block) {
+    for (Operation &op : block)
+      if (failed(emitOp(&op)))
+        return failure();
+    return success();
+  }
+
+  LogicalResult emitOp(Operation *op) {
+    if (isa<func::ReturnOp, scf::YieldOp>(op))
+      return success();
+    if (auto c = dyn_cast<arith::ConstantOp>(op))
+      return emitConstant(c);
+    if (auto forOp = dyn_cast<scf::ForOp>(op))
+      return emitFor(forOp);
+    if (isa<arith::ArithDialect, math::MathDialect>(op->getDialect()))
+      return emitElementwise(op);
+    if (auto pid = dyn_cast<kiln::ProgramIdOp>(op)) {
+      Value v = gpu::BlockIdOp::create(b, loc, gpu::Dimension(pid.getAxis()));
+      values[pid] = {arith::IndexCastOp::create(b, loc, b.getI32Type(), v)};
+      return success();
+    }
+    if (auto np = dyn_cast<kiln::NumProgramsOp>(op)) {
+      Value v = gpu::GridDimOp::create(b, loc, gpu::Dimension(np.getAxis()));
+      values[np] = {arith::IndexCastOp::create(b, loc, b.getI32Type(), v)};
+      return success();
+    }
+    if (auto r = dyn_cast<kiln::MakeRangeOp>(op)) {
+      Layout l = layoutOf(r.getType());
+      auto &out = values[r];
+      for (int64_t j = 0; j < l.perThread; ++j)
+        out.push_back(arith::AddIOp::create(b, loc, flatIndex(l, j), i32(r.getStart())));
+      return success();
+    }
+    if (auto s = dyn_cast<kiln::SplatOp>(op)) {
+      values[s] = {get(s.getSrc())[0]};
+      return success();
+    }
+    if (isa<kiln::ExpandDimsOp, kiln::ReshapeOp>(op)) {
+      // Same element count, same row-major order: the layout is unchanged.
+      values[op->getResult(0)] = get(op->getOperand(0));
+      return success();
+    }
+    if (auto bc = dyn_cast<kiln::BroadcastOp>(op))
+      return emitBroadcast(bc);
+    if (auto ap = dyn_cast<kiln::AddPtrOp>(op))
+      return emitAddPtr(ap);
+    if (auto ld = dyn_cast<kiln::LoadOp>(op))
+      return emitLoad(ld);
+    if (auto st = dyn_cast<kiln::StoreOp>(op))
+      return emitStore(st);
+    if (auto sel = dyn_cast<kiln::SelectOp>(op)) {
+      Layout l = layoutOf(sel.getType());
+      auto &out = values[sel];
+      for (int64_t j = 0; j < l.perThread; ++j)
+        out.push_back(arith::SelectOp::create(b, loc, elem(sel.getCondition(), j),
+                                              elem(sel.getTrueValue(), j),
+                                              elem(sel.getFalseValue(), j)));
+      return success();
+    }
+    if (auto cast = dyn_cast<kiln::CastOp>(op)) {
+      Layout l = layoutOf(cast.getType());
+      Type to = kiln::getElementTypeOrSelf(cast.getType());
+      auto &out = values[cast];
+      for (int64_t j = 0; j < l.perThread; ++j)
+        out.push_back(kiln::emitCast(b, loc, elem(cast.getSrc(), j), to));
+      return success();
+    }
+    if (auto red = dyn_cast<kiln::ReduceOp>(op))
+      return emitReduce(red);
+    if (auto am = dyn_cast<kiln::ArgMaxOp>(op))
+      return emitArgMax(am);
+    if (auto dot = dyn_cast<kiln::DotOp>(op))
+      return emitDot(dot);
+    return op->emitError("convert-kiln-to-gpu: unsupported operation");
+  }
+
+  LogicalResult emitConstant(arith::ConstantOp c) {
+    if (auto splat = dyn_cast<SplatElementsAttr>(c.getValue())) {
+      values[c] = {arith::ConstantOp::create(b, loc, cast<TypedAttr>(splat.getSplatValue<Attribute>()))};
+      return success();
+    }
+    if (isa<RankedTensorType>(c.getType()))
+      return c.emitError("convert-kiln-to-gpu: only splat tile constants are supported");
+    values[c] = {b.clone(*c)->getResult(0)};
+    return success();
+  }
+
+  LogicalResult emitElementwise(Operation *op) {
+    if (op->getNumResults() != 1)
+      return op->emitError("convert-kiln-to-gpu: expected one result");
+    Layout l = layoutOf(op->getResult(0).getType());
+    int64_t n = l.perThread;
+    bool allUniform = llvm::all_of(op->getOperands(), [&](Value v) { return get(v).size() == 1; });
+    if (allUniform)
+      n = 1; // e.g. a splat constant combined with a splat: one value serves every element
+    Type elemType = kiln::getElementTypeOrSelf(op->getResult(0).getType());
+    auto &out = values[op->getResult(0)];
+    for (int64_t j = 0; j < n; ++j) {
+      OperationState state(loc, op->getName());
+      for (Value v : op->getOperands())
+        state.addOperands(elem(v, j));
+      state.addTypes(elemType);
+      state.addAttributes(op->getAttrs());
+      out.push_back(b.create(state)->getResult(0));
+    }
+    return success();
+  }
+
+  LogicalResult emitFor(scf::ForOp forOp) {
+    SmallVector<Value> inits;
+    SmallVector<size_t> counts;
+    for (Value init : forOp.getInitArgs()) {
+      auto &vs = get(init);
+      counts.push_back(vs.size());
+      inits.append(vs.begin(), vs.end());
+    }
+    auto loop = scf::ForOp::create(b, loc, get(forOp.getLowerBound())[0],
+                                   get(forOp.getUpperBound())[0], get(forOp.getStep())[0], inits);
+    Block *body = loop.getBody();
+    if (!body->empty() && body->back().hasTrait<OpTrait::IsTerminator>())
+      body->back().erase();
+    values[forOp.getInductionVar()] = {loop.getInductionVar()};
+    size_t pos = 0;
+    for (auto [arg, count] : llvm::zip(forOp.getRegionIterArgs(), counts)) {
+      auto slice = loop.getRegionIterArgs().slice(pos, count);
+      values[arg] = SmallVector<Value>(slice.begin(), slice.end());
+      pos += count;
+    }
+    {
+      OpBuilder::InsertionGuard guard(b);
+      b.setInsertionPointToEnd(body);
+      if (failed(emitBlock(*forOp.getBody())))
+        return failure();
+      SmallVector<Value> yields;
+      auto yield = cast<scf::YieldOp>(forOp.getBody()->getTerminator());
+      for (auto [v, count] : llvm::zip(yield.getOperands(), counts)) {
+        auto &vs = get(v);
+        // A loop-carried value keeps the element count of its initial value.
+        for (size_t j = 0; j < count; ++j)
+          yields.push_back(vs.size() == 1 ? vs[0] : vs[j]);
+      }
+      scf::YieldOp::create(b, loc, yields);
+    }
+    pos = 0;
+    for (auto [res, count] : llvm::zip(forOp.getResults(), counts)) {
+      auto slice = loop.getResults().slice(pos, count);
+      values[res] = SmallVector<Value>(slice.begin(), slice.end());
+      pos += count;
+    }
+    return success();
+  }
+
+  LogicalResult emitBroadcast(kiln::BroadcastOp bc) {
+    auto src = bc.getSrc().getType();
+    auto dst = bc.getType();
+    Layout ls = layoutOf(src), ld = layoutOf(dst);
+    SmallVector<Value> in = get(bc.getSrc());
+    if (in.size() == 1) { // uniform (e.g. a splat): nothing moves
+      values[bc] = {in[0]};
+      return success();
+    }
+    auto srcFlat = [&](ArrayRef<int64_t> dstIdx) {
+      int64_t f = 0;
+      for (int64_t d = 0; d < dst.getRank(); ++d)
+        f = f * src.getDimSize(d) + (src.getDimSize(d) == 1 ? 0 : dstIdx[d]);
+      return f;
+    };
+    auto &out = values[bc];
+    if (!ls.distributed && !ld.distributed) { // both replicated: a static gather
+      for (int64_t j = 0; j < ld.perThread; ++j) {
+        SmallVector<int64_t> idx(dst.getRank());
+        int64_t f = j;
+        for (int64_t d = dst.getRank() - 1; d >= 0; --d) {
+          idx[d] = f % dst.getDimSize(d);
+          f /= dst.getDimSize(d);
+        }
+        out.push_back(in[srcFlat(idx)]);
+      }
+      return success();
+    }
+    Type elem = storageType(src.getElementType());
+    reserveSmem(spill(bc.getSrc(), 0));
+    barrier();
+    for (int64_t j = 0; j < ld.perThread; ++j) {
+      SmallVector<Value> idx = unravel(flatIndex(ld, j), dst.getShape());
+      for (int64_t d = 0; d < dst.getRank(); ++d)
+        if (src.getDimSize(d) == 1)
+          idx[d] = i32(0);
+      out.push_back(loadSmem(0, ravel(idx, src.getShape()), elem));
+    }
+    barrier();
+    return success();
+  }
+
+  LogicalResult emitAddPtr(kiln::AddPtrOp ap) {
+    Type pointee = cast<kiln::PtrType>(kiln::getElementTypeOrSelf(ap.getType())).getPointeeType();
+    Layout l = layoutOf(ap.getType());
+    bool uniform = get(ap.getPtr()).size() == 1 && get(ap.getOffset()).size() == 1;
+    Value size = arith::ConstantOp::create(b, loc, b.getI64IntegerAttr(byteSize(pointee)));
+    auto &out = values[ap];
+    for (int64_t j = 0; j < (uniform ? 1 : l.perThread); ++j) {
+      Value off = elem(ap.getOffset(), j);
+      if (off.getType().getIntOrFloatBitWidth() < 64)
+        off = arith::ExtSIOp::create(b, loc, b.getI64Type(), off);
+      Value bytes = arith::MulIOp::create(b, loc, off, size);
+      out.push_back(arith::AddIOp::create(b, loc, elem(ap.getPtr(), j), bytes));
+    }
+    return success();
+  }
+
+  Value globalPtr(Value addr) {
+    return LLVM::IntToPtrOp::create(b, loc, LLVM::LLVMPointerType::get(b.getContext(), 1), addr);
+  }
+
+  LogicalResult emitLoad(kiln::LoadOp ld) {
+    Type elemType = kiln::getElementTypeOrSelf(ld.getType());
+    if (elemType.isInteger(1))
+      return ld.emitError("convert-kiln-to-gpu: loads of i1 are not supported");
+    Layout l = layoutOf(ld.getType());
+    auto &out = values[ld];
+    for (int64_t j = 0; j < l.perThread; ++j) {
+      Value addr = elem(ld.getPtr(), j);
+      auto emitLoad = [&](OpBuilder &bb, Location ll) -> Value {
+        Value p = LLVM::IntToPtrOp::create(bb, ll, LLVM::LLVMPointerType::get(bb.getContext(), 1), addr);
+        return LLVM::LoadOp::create(bb, ll, elemType, p, byteSize(elemType));
+      };
+      if (!ld.getMask()) {
+        out.push_back(emitLoad(b, loc));
+        continue;
+      }
+      Value fill = ld.getOther() ? elem(ld.getOther(), j)
+                                 : Value(arith::ConstantOp::create(b, loc, b.getZeroAttr(elemType)));
+      auto ifOp = scf::IfOp::create(
+          b, loc, elem(ld.getMask(), j),
+          [&](OpBuilder &bb, Location ll) { scf::YieldOp::create(bb, ll, emitLoad(bb, ll)); },
+          [&](OpBuilder &bb, Location ll) { scf::YieldOp::create(bb, ll, fill); });
+      out.push_back(ifOp.getResult(0));
+    }
+    return success();
+  }
+
+  LogicalResult emitStore(kiln::StoreOp st) {
+    Layout l = layoutOf(st.getValue().getType());
+    for (int64_t j = 0; j < l.perThread; ++j) {
+      Value addr = elem(st.getPtr(), j), v = elem(st.getValue(), j);
+      auto emitStore = [&](OpBuilder &bb, Location ll) {
+        Value p = LLVM::IntToPtrOp::create(bb, ll, LLVM::LLVMPointerType::get(bb.getContext(), 1), addr);
+        LLVM::StoreOp::create(bb, ll, v, p, byteSize(v.getType()));
+      };
+      if (!st.getMask()) {
+        emitStore(b, loc);
+        continue;
+      }
+      auto ifOp = scf::IfOp::create(b, loc, elem(st.getMask(), j), /*withElseRegion=*/false);
+      OpBuilder::InsertionGuard guard(b);
+      b.setInsertionPointToStart(ifOp.thenBlock());
+      emitStore(b, loc);
+    }
+    return success();
+  }
+
+  Value combine(kiln::ReduceKind kind, Value x, Value y) {
+    bool fp = isa<FloatType>(x.getType());
+    switch (kind) {
+    case kiln::ReduceKind::Sum:
+      return fp ? Value(arith::AddFOp::create(b, loc, x, y)) : Value(arith::AddIOp::create(b, loc, x, y));
+    case kiln::ReduceKind::Max:
+      return fp ? Value(arith::MaximumFOp::create(b, loc, x, y)) : Value(arith::MaxSIOp::create(b, loc, x, y));
+    case kiln::ReduceKind::Min:
+      return fp ? Value(arith::MinimumFOp::create(b, loc, x, y)) : Value(arith::MinSIOp::create(b, loc, x, y));
+    }
+    llvm_unreachable("reduce kind");
+  }
+
+  LogicalResult emitReduce(kiln::ReduceOp red) {
+    auto src = red.getSrc().getType();
+    Type elemType = src.getElementType();
+    Layout ls = layoutOf(src);
+    auto &in = get(red.getSrc());
+    int64_t axis = red.getAxis();
+    bool shuffleable = elemType.isF32() || elemType.isInteger(32);
+    if (src.getRank() == 1 && ls.distributed && in.size() > 1 && shuffleable) {
+      // Per thread, then butterfly shuffles within the warp, then across warps.
+      Value acc = in[0];
+      for (size_t j = 1; j < in.size(); ++j)
+        acc = combine(red.getKind(), acc, in[j]);
+      for (int off = 16; off >= 1; off /= 2) {
+        auto shfl = gpu::ShuffleOp::create(b, loc, acc, i32(off), i32(32), gpu::ShuffleMode::XOR);
+        acc = combine(red.getKind(), acc, shfl.getShuffleResult());
+      }
+      int warps = threads / 32;
+      if (warps > 1) {
+        reserveSmem(warps * byteSize(elemType));
+        Value isLane0 = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, lane, i32(0));
+        auto ifOp = scf::IfOp::create(b, loc, isLane0, false);
+        {
+          OpBuilder::InsertionGuard guard(b);
+          b.setInsertionPointToStart(ifOp.thenBlock());
+          storeSmem(0, warp, acc);
+        }
+        barrier();
+        acc = loadSmem(0, i32(0), elemType);
+        for (int w = 1; w < warps; ++w)
+          acc = combine(red.getKind(), acc, loadSmem(0, i32(w), elemType));
+        barrier();
+      }
+      values[red] = {acc};
+      return success();
+    }
+    // General path: through shared memory, each result element folds its row.
+    reserveSmem(spill(red.getSrc(), 0));
+    barrier();
+    SmallVector<int64_t> dstShape(src.getShape());
+    dstShape.erase(dstShape.begin() + axis);
+    Layout ld = layoutOf(red.getType());
+    auto &out = values[red];
+    for (int64_t j = 0; j < ld.perThread; ++j) {
+      SmallVector<Value> idx = dstShape.empty() ? SmallVector<Value>{}
+                                                : unravel(flatIndex(ld, j), dstShape);
+      idx.insert(idx.begin() + axis, i32(0));
+      Value acc = loadSmem(0, ravel(idx, src.getShape()), elemType);
+      for (int64_t k = 1; k < src.getDimSize(axis); ++k) {
+        idx[axis] = i32(k);
+        acc = combine(red.getKind(), acc, loadSmem(0, ravel(idx, src.getShape()), elemType));
+      }
+      out.push_back(acc);
+    }
+    barrier();
+    return success();
+  }
+
+  LogicalResult emitArgMax(kiln::ArgMaxOp am) {
+    auto src = am.getSrc().getType();
+    Type elemType = src.getElementType();
+    int64_t axis = am.getAxis();
+    reserveSmem(spill(am.getSrc(), 0));
+    barrier();
+    SmallVector<int64_t> dstShape(src.getShape());
+    dstShape.erase(dstShape.begin() + axis);
+    Layout ld = layoutOf(am.getType());
+    bool fp = isa<FloatType>(elemType);
+    auto &out = values[am];
+    for (int64_t j = 0; j < ld.perThread; ++j) {
+      SmallVector<Value> idx = dstShape.empty() ? SmallVector<Value>{}
+                                                : unravel(flatIndex(ld, j), dstShape);
+      idx.insert(idx.begin() + axis, i32(0));
+      Value best = loadSmem(0, ravel(idx, src.getShape()), elemType);
+      Value bestIdx = i32(0);
+      for (int64_t k = 1; k < src.getDimSize(axis); ++k) {
+        idx[axis] = i32(k);
+        Value x = loadSmem(0, ravel(idx, src.getShape()), elemType);
+        Value gt = fp ? Value(arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OGT, x, best))
+                      : Value(arith::CmpIOp::create(b, loc, arith::CmpIPredicate::sgt, x, best));
+        best = arith::SelectOp::create(b, loc, gt, x, best);
+        bestIdx = arith::SelectOp::create(b, loc, gt, i32(k), bestIdx);
+      }
+      out.push_back(bestIdx);
+    }
+    barrier();
+    return success();
+  }
+
+  LogicalResult emitDot(kiln::DotOp dot) {
+    auto at = dot.getA().getType(), bt = dot.getB().getType();
+    int64_t M = at.getDimSize(0), K = at.getDimSize(1), N = bt.getDimSize(1);
+    Type in = at.getElementType();
+    int64_t aBytes = spill(dot.getA(), 0);
+    int64_t bBase = (aBytes + 15) / 16 * 16;
+    reserveSmem(bBase + spill(dot.getB(), bBase));
+    barrier();
+    Layout lc = layoutOf(dot.getType());
+    Type f32 = b.getF32Type();
+    auto widen = [&](Value v) { return in.isF32() ? v : Value(arith::ExtFOp::create(b, loc, f32, v)); };
+    auto &out = values[dot];
+    for (int64_t j = 0; j < lc.perThread; ++j) {
+      Value flat = flatIndex(lc, j);
+      Value m = arith::DivSIOp::create(b, loc, flat, i32(N));
+      Value n = arith::RemSIOp::create(b, loc, flat, i32(N));
+      Value aRow = arith::MulIOp::create(b, loc, m, i32(K));
+      auto loop = scf::ForOp::create(b, loc, i32(0), i32(K), i32(1), ValueRange{elem(dot.getAcc(), j)});
+      {
+        OpBuilder::InsertionGuard guard(b);
+        Block *body = loop.getBody();
+        if (!body->empty() && body->back().hasTrait<OpTrait::IsTerminator>())
+          body->back().erase();
+        b.setInsertionPointToEnd(body);
+        Value k = loop.getInductionVar();
+        Value av = loadSmem(0, arith::AddIOp::create(b, loc, aRow, k), in);
+        Value bv = loadSmem(bBase, arith::AddIOp::create(b, loc, arith::MulIOp::create(b, loc, k, i32(N)), n), in);
+        Value acc = math::FmaOp::create(b, loc, widen(av), widen(bv), loop.getRegionIterArgs()[0]);
+        scf::YieldOp::create(b, loc, acc);
+      }
+      out.push_back(loop.getResult(0));
+    }
+    barrier();
+    (void)M;
+    return success();
+  }
+};
+
+struct ConvertKilnToGpuPass : kiln::impl::ConvertKilnToGpuBase<ConvertKilnToGpuPass> {
+  using ConvertKilnToGpuBase::ConvertKilnToGpuBase;
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    MLIRContext *ctx = &getContext();
+    if (numWarps < 1 || numWarps > 32) {
+      module.emitError("num-warps must be in [1, 32], got ") << numWarps;
+      return signalPassFailure();
+    }
+    SmallVector<func::FuncOp> kernels;
+    for (auto f : module.getOps<func::FuncOp>())
+      if (f->hasAttr(kiln::KilnDialect::getKernelAttrName()))
+        kernels.push_back(f);
+    if (kernels.empty())
+      return;
+    module->setAttr(gpu::GPUDialect::getContainerModuleAttrName(), UnitAttr::get(ctx));
+    OpBuilder b(ctx);
+    for (func::FuncOp f : kernels) {
+      Location loc = f.getLoc();
+      b.setInsertionPoint(f);
+      auto gpuModule = gpu::GPUModuleOp::create(b, loc, (f.getName() + "_module").str());
+      b.setInsertionPointToStart(gpuModule.getBody());
+      SmallVector<Type> args;
+      for (Type t : f.getArgumentTypes())
+        args.push_back(isa<kiln::PtrType>(t) ? Type(b.getI64Type()) : t);
+      auto gpuFunc = gpu::GPUFuncOp::create(b, loc, f.getName(), FunctionType::get(ctx, args, {}));
+      gpuFunc->setAttr(gpu::GPUDialect::getKernelFuncAttrName(), UnitAttr::get(ctx));
+      int threads = numWarps * 32;
+      gpuFunc.setKnownBlockSizeAttr(DenseI32ArrayAttr::get(ctx, {threads, 1, 1}));
+      Emitter emitter(b, loc, threads, gpuModule);
+      if (failed(emitter.run(f, gpuFunc)))
+        return signalPassFailure();
+      f.erase();
+    }
+  }
+};
+
+} // namespace

@@ -1,0 +1,60 @@
+//===- GpuPipeline.cpp - kiln -> gpu.module -> NVVM -> PTX ----------------===//
+#include "kiln/Lowering/Passes.h"
+
+#include "mlir/Dialect/GPU/IR/CompilationInterfaces.h"
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/LLVMIR/NVVMDialect.h"
+#include "mlir/Pass/PassRegistry.h"
+
+#include "llvm/IR/Module.h"
+#include "llvm/Support/raw_ostream.h"
+
+using namespace mlir;
+
+namespace {
+void add(OpPassManager &pm, const std::string &text) {
+  std::string err;
+  llvm::raw_string_ostream os(err);
+  if (failed(parsePassPipeline(text, pm, os)))
+    llvm::report_fatal_error(llvm::Twine("kiln: bad built-in pipeline: ") + err);
+}
+} // namespace
+
+void kiln::buildGpuKilnToGpuPipeline(OpPassManager &pm, int numWarps) {
+  registerKilnPipelines();
+  add(pm, "convert-kiln-to-gpu{num-warps=" + std::to_string(numWarps) + "},canonicalize,cse");
+}
+
+void kiln::buildGpuToNVVMPipeline(OpPassManager &pm) {
+  registerKilnPipelines();
+  add(pm, "gpu.module(convert-scf-to-cf,convert-gpu-to-nvvm,canonicalize,cse,"
+          "reconcile-unrealized-casts)");
+}
+
+bool kiln::translateToPtx(ModuleOp module, StringRef chip, StringRef cudaPath, std::string &ptx,
+                          std::string &llvmIR, std::string &error) {
+  gpu::GPUModuleOp gpuModule;
+  module.walk([&](gpu::GPUModuleOp m) { gpuModule = m; });
+  if (!gpuModule) {
+    error = "no gpu.module to translate";
+    return false;
+  }
+  auto target = NVVM::NVVMTargetAttr::get(module.getContext(), /*optLevel=*/3,
+                                          "nvptx64-nvidia-cuda", chip, /*features=*/"");
+  auto keepIR = [&](llvm::Module &m) {
+    llvm::raw_string_ostream os(llvmIR);
+    m.print(os, nullptr);
+  };
+  gpu::TargetOptions options(cudaPath, {}, "", "", gpu::CompilationTarget::Assembly, {}, {}, {},
+                             keepIR);
+  auto object = cast<gpu::TargetAttrInterface>(Attribute(target))
+                    .serializeToObject(gpuModule, options);
+  if (!object) {
+    error = "NVPTX code generation failed for " + chip.str();
+    return false;
+  }
+  ptx.assign(object->begin(), object->end());
+  while (!ptx.empty() && ptx.back() == '\0')
+    ptx.pop_back();
+  return true;
+}

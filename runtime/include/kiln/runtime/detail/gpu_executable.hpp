@@ -1,0 +1,26 @@
+//===- gpu_executable.hpp - a kernel as PTX, loaded on first launch -------===//
+#pragma once
+
+#include "kiln/runtime/kernel.hpp"
+
+#include <memory>
+#include <span>
+#include <string>
+
+namespace kiln {
+
+class GpuExecutable {
+public:
+  GpuExecutable(std::string ptx, std::string name, int threads);
+  ~GpuExecutable();
+  void launch(const Grid &grid, std::span<const Param> params,
+              std::span<const KernelArg> args) const;
+
+private:
+  struct State;
+  std::string ptx_, name_;
+  int threads_;
+  std::unique_ptr<State> state_;
+};
+
+} // namespace kiln

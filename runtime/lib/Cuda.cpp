@@ -1,0 +1,243 @@
+//===- Cuda.cpp - CUDA driver entry points through dlopen -----------------===//
+#include "kiln/runtime/cuda.hpp"
+#include "kiln/runtime/detail/gpu_executable.hpp"
+
+#include <algorithm>
+#include <dlfcn.h>
+#include <mutex>
+
+namespace kiln::cuda {
+namespace {
+
+using CUresult = int;
+using CUdevice = int;
+using CUcontext = void *;
+using CUmodule = void *;
+using CUfunction = void *;
+using CUstream = void *;
+using CUevent = void *;
+using CUdeviceptr = unsigned long long;
+
+struct Driver {
+  void *lib = nullptr;
+  std::string error;
+  CUcontext ctx = nullptr;
+  CUdevice dev = 0;
+#define KILN_CU_FN(name, ...) CUresult (*name)(__VA_ARGS__) = nullptr;
+  KILN_CU_FN(cuInit, unsigned)
+  KILN_CU_FN(cuDeviceGetCount, int *)
+  KILN_CU_FN(cuDeviceGet, CUdevice *, int)
+  KILN_CU_FN(cuDeviceGetName, char *, int, CUdevice)
+  KILN_CU_FN(cuDeviceGetAttribute, int *, int, CUdevice)
+  KILN_CU_FN(cuDevicePrimaryCtxRetain, CUcontext *, CUdevice)
+  KILN_CU_FN(cuCtxSetCurrent, CUcontext)
+  KILN_CU_FN(cuCtxSynchronize)
+  KILN_CU_FN(cuModuleLoadData, CUmodule *, const void *)
+  KILN_CU_FN(cuModuleGetFunction, CUfunction *, CUmodule, const char *)
+  KILN_CU_FN(cuLaunchKernel, CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned,
+             unsigned, unsigned, CUstream, void **, void **)
+  KILN_CU_FN(cuMemAlloc_v2, CUdeviceptr *, size_t)
+  KILN_CU_FN(cuMemFree_v2, CUdeviceptr)
+  KILN_CU_FN(cuMemcpyHtoD_v2, CUdeviceptr, const void *, size_t)
+  KILN_CU_FN(cuMemcpyDtoH_v2, void *, CUdeviceptr, size_t)
+  KILN_CU_FN(cuMemsetD8_v2, CUdeviceptr, unsigned char, size_t)
+  KILN_CU_FN(cuGetErrorString, CUresult, const char **)
+  KILN_CU_FN(cuEventCreate, CUevent *, unsigned)
+  KILN_CU_FN(cuEventRecord, CUevent, CUstream)
+  KILN_CU_FN(cuEventSynchronize, CUevent)
+  KILN_CU_FN(cuEventElapsedTime, float *, CUevent, CUevent)
+#undef KILN_CU_FN
+
+  Driver() {
+    for (const char *name : {"libcuda.so.1", "libcuda.so"})
+      if ((lib = dlopen(name, RTLD_NOW | RTLD_LOCAL)))
+        break;
+    if (!lib) {
+      error = "the CUDA driver (libcuda.so.1) is not installed on this machine";
+      return;
+    }
+    bool ok = true;
+    auto sym = [&](auto &fn, const char *name) {
+      fn = reinterpret_cast<std::remove_reference_t<decltype(fn)>>(dlsym(lib, name));
+      ok &= fn != nullptr;
+    };
+    sym(cuInit, "cuInit"); sym(cuDeviceGetCount, "cuDeviceGetCount");
+    sym(cuDeviceGet, "cuDeviceGet"); sym(cuDeviceGetName, "cuDeviceGetName");
+    sym(cuDeviceGetAttribute, "cuDeviceGetAttribute");
+    sym(cuDevicePrimaryCtxRetain, "cuDevicePrimaryCtxRetain");
+    sym(cuCtxSetCurrent, "cuCtxSetCurrent"); sym(cuCtxSynchronize, "cuCtxSynchronize");
+    sym(cuModuleLoadData, "cuModuleLoadData"); sym(cuModuleGetFunction, "cuModuleGetFunction");
+    sym(cuLaunchKernel, "cuLaunchKernel"); sym(cuMemAlloc_v2, "cuMemAlloc_v2");
+    sym(cuMemFree_v2, "cuMemFree_v2"); sym(cuMemcpyHtoD_v2, "cuMemcpyHtoD_v2");
+    sym(cuMemcpyDtoH_v2, "cuMemcpyDtoH_v2"); sym(cuMemsetD8_v2, "cuMemsetD8_v2");
+    sym(cuGetErrorString, "cuGetErrorString"); sym(cuEventCreate, "cuEventCreate");
+    sym(cuEventRecord, "cuEventRecord"); sym(cuEventSynchronize, "cuEventSynchronize");
+    sym(cuEventElapsedTime, "cuEventElapsedTime");
+    if (!ok) {
+      error = "the CUDA driver found is missing entry points kiln needs (too old?)";
+      return;
+    }
+    int count = 0;
+    if (cuInit(0) != 0 || cuDeviceGetCount(&count) != 0 || count == 0) {
+      error = "the CUDA driver reports no usable GPU";
+      return;
+    }
+    if (cuDeviceGet(&dev, 0) != 0 || cuDevicePrimaryCtxRetain(&ctx, dev) != 0) {
+      error = "could not create a CUDA context on device 0";
+      return;
+    }
+  }
+};
+
+Driver &driver() {
+  static Driver d;
+  return d;
+}
+
+Driver &ready() {
+  Driver &d = driver();
+  if (!d.error.empty())
+    throw Error("kiln: no GPU: " + d.error);
+  d.cuCtxSetCurrent(d.ctx);
+  return d;
+}
+
+void check(CUresult r, const char *what) {
+  if (r == 0)
+    return;
+  const char *msg = nullptr;
+  driver().cuGetErrorString(r, &msg);
+  throw Error(std::string("kiln: CUDA error in ") + what + ": " + (msg ? msg : "unknown") +
+              " (" + std::to_string(r) + ")");
+}
+
+} // namespace
+
+bool available(std::string *why) {
+  Driver &d = driver();
+  if (why)
+    *why = d.error;
+  return d.error.empty();
+}
+
+std::string device_arch() {
+  Driver &d = ready();
+  int major = 0, minor = 0;
+  check(d.cuDeviceGetAttribute(&major, 75, d.dev), "cuDeviceGetAttribute"); // compute capability major
+  check(d.cuDeviceGetAttribute(&minor, 76, d.dev), "cuDeviceGetAttribute");
+  std::string arch = "sm_" + std::to_string(major) + std::to_string(minor);
+  return major == 9 && minor == 0 ? arch + "a" : arch;
+}
+
+std::string device_name() {
+  Driver &d = ready();
+  char name[256] = {};
+  check(d.cuDeviceGetName(name, sizeof name, d.dev), "cuDeviceGetName");
+  return std::string(name) + " (" + device_arch() + ")";
+}
+
+void synchronize() { check(ready().cuCtxSynchronize(), "cuCtxSynchronize"); }
+
+void *malloc_device(std::size_t bytes) {
+  CUdeviceptr p = 0;
+  check(ready().cuMemAlloc_v2(&p, std::max<std::size_t>(bytes, 1)), "cuMemAlloc");
+  return reinterpret_cast<void *>(p);
+}
+void free_device(void *p) noexcept {
+  if (p && driver().error.empty())
+    driver().cuMemFree_v2(reinterpret_cast<CUdeviceptr>(p));
+}
+void copy_to_device(void *dst, const void *src, std::size_t bytes) {
+  check(ready().cuMemcpyHtoD_v2(reinterpret_cast<CUdeviceptr>(dst), src, bytes), "cuMemcpyHtoD");
+}
+void copy_to_host(void *dst, const void *src, std::size_t bytes) {
+  check(ready().cuMemcpyDtoH_v2(dst, reinterpret_cast<CUdeviceptr>(src), bytes), "cuMemcpyDtoH");
+}
+void memset_device(void *dst, int byte, std::size_t bytes) {
+  check(ready().cuMemsetD8_v2(reinterpret_cast<CUdeviceptr>(dst), (unsigned char)byte, bytes),
+        "cuMemsetD8");
+}
+
+double time_ms(const std::function<void()> &fn, int reps, int warmup) {
+  Driver &d = ready();
+  for (int i = 0; i < warmup; ++i)
+    fn();
+  CUevent start, stop;
+  check(d.cuEventCreate(&start, 0), "cuEventCreate");
+  check(d.cuEventCreate(&stop, 0), "cuEventCreate");
+  std::vector<double> times;
+  for (int i = 0; i < reps; ++i) {
+    check(d.cuEventRecord(start, nullptr), "cuEventRecord");
+    fn();
+    check(d.cuEventRecord(stop, nullptr), "cuEventRecord");
+    check(d.cuEventSynchronize(stop), "cuEventSynchronize");
+    float ms = 0;
+    check(d.cuEventElapsedTime(&ms, start, stop), "cuEventElapsedTime");
+    times.push_back(ms);
+  }
+  std::sort(times.begin(), times.end());
+  return times[times.size() / 2];
+}
+
+} // namespace kiln::cuda
+
+namespace kiln {
+
+struct GpuExecutable::State {
+  std::once_flag once;
+  void *module = nullptr;
+  void *function = nullptr;
+};
+
+GpuExecutable::GpuExecutable(std::string ptx, std::string name, int threads)
+    : ptx_(std::move(ptx)), name_(std::move(name)), threads_(threads),
+      state_(std::make_unique<State>()) {}
+GpuExecutable::~GpuExecutable() = default;
+
+void GpuExecutable::launch(const Grid &grid, std::span<const Param> params,
+                           std::span<const KernelArg> args) const {
+  auto &d = cuda::ready();
+  std::call_once(state_->once, [&] {
+    cuda::check(d.cuModuleLoadData(&state_->module, ptx_.c_str()), "cuModuleLoadData");
+    cuda::check(d.cuModuleGetFunction(&state_->function, state_->module, name_.c_str()),
+                "cuModuleGetFunction");
+  });
+  if (!state_->function)
+    throw Error("kiln: kernel '" + name_ + "' failed to load on the GPU earlier");
+  union Slot {
+    uint64_t u64;
+    int64_t i64;
+    int32_t i32;
+    int8_t i8;
+    uint16_t bits16;
+    float f32;
+    double f64;
+  };
+  std::vector<Slot> slots(params.size());
+  std::vector<void *> ptrs(params.size());
+  for (std::size_t i = 0; i < params.size(); ++i) {
+    Slot &s = slots[i];
+    const KernelArg &a = args[i];
+    if (params[i].is_pointer) {
+      s.u64 = reinterpret_cast<uint64_t>(a.ptr);
+    } else {
+      switch (params[i].dtype) {
+      case DType::I1:
+      case DType::I8: s.i8 = int8_t(a.i); break;
+      case DType::I32: s.i32 = int32_t(a.i); break;
+      case DType::I64: s.i64 = a.i; break;
+      case DType::F16: s.bits16 = half(float(a.f)).bits; break;
+      case DType::BF16: s.bits16 = bfloat16(float(a.f)).bits; break;
+      case DType::F32: s.f32 = float(a.f); break;
+      case DType::F64: s.f64 = a.f; break;
+      case DType::Ptr: break;
+      }
+    }
+    ptrs[i] = &s;
+  }
+  cuda::check(d.cuLaunchKernel(state_->function, grid.x, grid.y, grid.z, unsigned(threads_), 1, 1,
+                               0, nullptr, ptrs.data(), nullptr),
+              "cuLaunchKernel");
+}
+
+} // namespace kiln

@@ -1,0 +1,59 @@
+//===- test_ptx.cpp - every library kernel assembles with ptxas -----------===//
+#define DOCTEST_CONFIG_IMPLEMENT_WITH_MAIN
+#include <doctest/doctest.h>
+
+#include "kiln/ops/layernorm.hpp"
+#include "kiln/ops/matmul.hpp"
+#include "kiln/ops/softmax.hpp"
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+
+using namespace kiln;
+
+namespace {
+/// Assembles `ptx` with ptxas for `arch`; returns ptxas's exit status.
+int ptxas(const std::string &ptx, const std::string &arch, const std::string &name) {
+  std::string ptxas_path = KILN_PTXAS;
+  REQUIRE_MESSAGE(!ptxas_path.empty(), "ptxas not found: install the CUDA toolkit at /usr/local/cuda");
+  auto dir = std::filesystem::temp_directory_path() / "kiln-ptx-test";
+  std::filesystem::create_directories(dir);
+  auto file = dir / (name + "." + arch + ".ptx");
+  std::ofstream(file) << ptx;
+  std::string cmd = ptxas_path + " -arch=" + arch + " " + file.string() + " -o " +
+                    (dir / (name + "." + arch + ".cubin")).string();
+  return std::system(cmd.c_str());
+}
+
+template <class K> void check_kernel() {
+  for (const char *arch : {"sm_80", "sm_90a"}) {
+    auto k = compile<K>(Target::cuda(arch));
+    const std::string &ptx = k.ir(Stage::Ptx);
+    CAPTURE(arch);
+    CAPTURE(k.name());
+    CHECK(ptx.find(".entry " + k.name()) != std::string::npos);
+    CHECK(ptx.find(std::string(".target ") + arch) != std::string::npos);
+    CHECK(ptxas(ptx, arch, k.name()) == 0);
+  }
+}
+} // namespace
+
+TEST_CASE("vector add") { check_kernel<ops::VecAdd<f16, 1024>>(); }
+TEST_CASE("softmax") {
+  check_kernel<ops::Softmax<f16, 1024>>();
+  check_kernel<ops::Softmax<f32, 512, true>>();
+}
+TEST_CASE("layernorm") {
+  check_kernel<ops::LayerNorm<f16, 1024>>();
+  check_kernel<ops::LayerNorm<f16, 1024, true>>();
+}
+TEST_CASE("matmul") {
+  check_kernel<ops::Matmul<f16, 64, 64, 32>>();
+  check_kernel<ops::MatmulBiasGelu<f16, 64, 64, 32>>();
+}
+TEST_CASE("unknown architectures are rejected") {
+  using Add = ops::VecAdd<f32, 128>;
+  CHECK_THROWS_WITH_AS(compile<Add>(Target::cuda("sm_70")),
+                       doctest::Contains("unsupported CUDA architecture 'sm_70'"), Error);
+}
