@@ -284,10 +284,13 @@ private:
   LogicalResult emitFor(scf::ForOp forOp) {
     SmallVector<Value> inits;
     SmallVector<size_t> counts;
+    // Loop-carried tiles carry every element of their layout, even when the
+    // initial value is uniform (a splat): iterations make them differ.
     for (Value init : forOp.getInitArgs()) {
-      auto &vs = get(init);
-      counts.push_back(vs.size());
-      inits.append(vs.begin(), vs.end());
+      int64_t count = layoutOf(init.getType()).perThread;
+      counts.push_back(count);
+      for (int64_t j = 0; j < count; ++j)
+        inits.push_back(elem(init, j));
     }
     auto loop = scf::ForOp::create(b, loc, get(forOp.getLowerBound())[0],
                                    get(forOp.getUpperBound())[0], get(forOp.getStep())[0], inits);

@@ -1,0 +1,130 @@
+//===- kiln_bench.cpp - per-kernel GPU microbenchmarks --------------------===//
+//
+// Google Benchmark with manual timing from CUDA events (median of 20 runs per
+// iteration batch). Counters: GB/s for memory-bound kernels (bytes read +
+// written), TFLOP/s for matmuls. The device-to-device copy rate is measured
+// in the same run as the bandwidth reference (see bench/baselines.py for
+// the PyTorch numbers).
+//
+//===----------------------------------------------------------------------===//
+#include "kiln/ops/elementwise.hpp"
+#include "kiln/ops/layernorm.hpp"
+#include "kiln/ops/matmul.hpp"
+#include "kiln/ops/softmax.hpp"
+#include "kiln/runtime/cuda.hpp"
+
+#include <benchmark/benchmark.h>
+
+#include <cstdio>
+
+using namespace kiln;
+
+namespace {
+
+Target gpu() { return Target::cuda(cuda::device_arch()); }
+
+template <class T> cuda::DeviceBuffer<T> random_device(std::size_t n) {
+  std::vector<T> h(n);
+  for (std::size_t i = 0; i < n; ++i)
+    h[i] = T(float((i * 2654435761u) % 1000) / 500.f - 1.f);
+  return cuda::DeviceBuffer<T>(h);
+}
+
+void report(benchmark::State &state, double ms, double bytes, double flops) {
+  state.SetIterationTime(ms / 1e3);
+  if (bytes > 0)
+    state.counters["GB/s"] = bytes / (ms / 1e3) / 1e9;
+  if (flops > 0)
+    state.counters["TFLOP/s"] = flops / (ms / 1e3) / 1e12;
+}
+
+template <int BLOCK> void BM_vec_add(benchmark::State &state) {
+  int n = int(state.range(0));
+  auto x = random_device<half>(n), y = random_device<half>(n);
+  cuda::DeviceBuffer<half> out(n);
+  auto k = compile<ops::VecAdd<f16, BLOCK>>(gpu());
+  for (auto _ : state) {
+    double ms = cuda::time_ms([&] { k.launch(Grid(ceil_div(n, BLOCK)), x.data(), y.data(), out.data(), n); });
+    report(state, ms, 3.0 * n * 2, 0);
+  }
+}
+
+template <int BLOCK, bool ONE> void BM_softmax(benchmark::State &state) {
+  int rows = int(state.range(0)), cols = int(state.range(1));
+  auto x = random_device<half>(std::size_t(rows) * cols);
+  cuda::DeviceBuffer<half> y(std::size_t(rows) * cols);
+  CompileOptions o;
+  o.num_warps = int(state.range(2));
+  auto k = compile<ops::Softmax<f16, BLOCK, ONE>>(gpu(), o);
+  for (auto _ : state) {
+    double ms = cuda::time_ms([&] { k.launch(Grid(rows), x.data(), y.data(), cols, cols, cols); });
+    report(state, ms, 2.0 * rows * cols * 2, 0);
+  }
+}
+
+template <int BLOCK, bool ONE> void BM_layernorm(benchmark::State &state) {
+  int rows = int(state.range(0)), n = int(state.range(1));
+  auto x = random_device<half>(std::size_t(rows) * n);
+  auto w = random_device<half>(n), b = random_device<half>(n);
+  cuda::DeviceBuffer<half> y(std::size_t(rows) * n);
+  CompileOptions o;
+  o.num_warps = int(state.range(2));
+  auto k = compile<ops::LayerNorm<f16, BLOCK, ONE>>(gpu(), o);
+  for (auto _ : state) {
+    double ms = cuda::time_ms(
+        [&] { k.launch(Grid(rows), x.data(), w.data(), b.data(), y.data(), n, n, 1e-5f); });
+    report(state, ms, 2.0 * rows * n * 2, 0);
+  }
+}
+
+template <class Kern, bool BIAS> void BM_matmul(benchmark::State &state) {
+  int M = int(state.range(0)), K = int(state.range(1)), N = int(state.range(2));
+  auto a = random_device<half>(std::size_t(M) * K), b = random_device<half>(std::size_t(K) * N);
+  auto bias = random_device<half>(N);
+  cuda::DeviceBuffer<half> c(std::size_t(M) * N);
+  CompileOptions o;
+  o.num_warps = 4;
+  auto k = compile<Kern>(gpu(), o);
+  Grid grid(ceil_div(M, 64), ceil_div(N, 64));
+  for (auto _ : state) {
+    double ms = cuda::time_ms(
+        [&] {
+          if constexpr (BIAS)
+            k.launch(grid, a.data(), b.data(), bias.data(), c.data(), M, N, K, K, N, N);
+          else
+            k.launch(grid, a.data(), b.data(), c.data(), M, N, K, K, N, N);
+        },
+        3, 1);
+    report(state, ms, 0, 2.0 * M * N * K);
+  }
+}
+
+} // namespace
+
+BENCHMARK(BM_vec_add<2048>)->Arg(1 << 28)->UseManualTime()->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_softmax<1024, false>)->Args({8192, 4096, 4})->Args({8192, 4096, 8})
+    ->Args({4096, 50257, 8})->Args({32768, 1024, 4})->UseManualTime()->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_softmax<4096, true>)->Args({8192, 4096, 8})->Args({8192, 4096, 16})
+    ->UseManualTime()->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_softmax<1024, true>)->Args({32768, 1024, 4})->Args({32768, 1024, 8})
+    ->UseManualTime()->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_layernorm<1024, true>)->Args({8192, 768, 4})->UseManualTime()->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_layernorm<1024, false>)->Args({32768, 4096, 8})->UseManualTime()->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_matmul<ops::Matmul<f16, 64, 64, 32>, false>)->Args({4096, 4096, 4096})
+    ->UseManualTime()->Unit(benchmark::kMillisecond)->Iterations(1);
+BENCHMARK(BM_matmul<ops::MatmulBiasGelu<f16, 64, 64, 32>, true>)->Args({8192, 768, 3072})
+    ->UseManualTime()->Unit(benchmark::kMillisecond)->Iterations(1);
+
+int main(int argc, char **argv) {
+  std::string why;
+  if (!cuda::available(&why)) {
+    std::fprintf(stderr, "kiln_bench: no GPU: %s\n", why.c_str());
+    return 2;
+  }
+  std::printf("device: %s\n", cuda::device_name().c_str());
+  benchmark::Initialize(&argc, argv);
+  if (benchmark::ReportUnrecognizedArguments(argc, argv))
+    return 2;
+  benchmark::RunSpecifiedBenchmarks();
+  benchmark::Shutdown();
+}

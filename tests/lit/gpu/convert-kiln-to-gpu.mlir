@@ -1,0 +1,71 @@
+// RUN: kiln-opt %s -split-input-file -convert-kiln-to-gpu="num-warps=1" | FileCheck %s
+
+// A 64-element tile over 32 threads is distributed: two elements per thread,
+// flat indices tid and 32 + tid, each loaded under its own mask.
+// CHECK-LABEL: gpu.module @test_distributed_module
+// CHECK: gpu.func @test_distributed(%[[X:.*]]: i64, %[[N:.*]]: i32) kernel attributes {known_block_size = array<i32: 32, 1, 1>}
+// CHECK: %[[TID:.*]] = gpu.thread_id x
+// CHECK: %[[T:.*]] = arith.index_cast %[[TID]] : index to i32
+// CHECK: arith.cmpi slt
+// CHECK: arith.cmpi slt
+// CHECK: scf.if
+// CHECK: llvm.load %{{.*}} {alignment = 4 : i64} : !llvm.ptr<1> -> f32
+// CHECK: scf.if
+// CHECK: llvm.load
+// CHECK-NOT: llvm.load
+// CHECK: gpu.return
+func.func @test_distributed(%x: !kiln.ptr<f32>, %n: i32) attributes {kiln.kernel} {
+  %r = kiln.make_range 0 to 64 : tensor<64xi32>
+  %ns = kiln.splat %n : tensor<64xi32>
+  %m = arith.cmpi slt, %r, %ns : tensor<64xi32>
+  %xs = kiln.splat %x : tensor<64x!kiln.ptr<f32>>
+  %p = kiln.addptr %xs, %r : tensor<64x!kiln.ptr<f32>>, tensor<64xi32>
+  %v = kiln.load %p, %m : tensor<64x!kiln.ptr<f32>>
+  %e = math.exp %v : tensor<64xf32>
+  kiln.store %p, %e, %m : tensor<64x!kiln.ptr<f32>>
+  return
+}
+
+// -----
+
+// A 1-D reduction to a scalar: per-thread combine, then butterfly shuffles.
+// CHECK-LABEL: gpu.func @test_reduce
+// CHECK: arith.addf
+// CHECK: gpu.shuffle  xor %{{.*}}, %{{.*}}, %{{.*}} : f32
+// CHECK: gpu.shuffle  xor
+// CHECK: gpu.shuffle  xor
+// CHECK: gpu.shuffle  xor
+// CHECK: gpu.shuffle  xor
+// CHECK-NOT: gpu.barrier
+// CHECK: llvm.store
+func.func @test_reduce(%x: !kiln.ptr<f32>) attributes {kiln.kernel} {
+  %r = kiln.make_range 0 to 64 : tensor<64xi32>
+  %xs = kiln.splat %x : tensor<64x!kiln.ptr<f32>>
+  %p = kiln.addptr %xs, %r : tensor<64x!kiln.ptr<f32>>, tensor<64xi32>
+  %v = kiln.load %p : tensor<64x!kiln.ptr<f32>>
+  %s = kiln.reduce sum %v axis 0 : tensor<64xf32> -> f32
+  kiln.store %x, %s : !kiln.ptr<f32>
+  return
+}
+
+// -----
+
+// Broadcasting a distributed tile goes through shared memory between barriers;
+// the scratch buffer is sized for the largest user (the 2x64 f32 reduction).
+// CHECK: llvm.mlir.global internal @kiln_smem() {addr_space = 3 : i32, alignment = 16 : i64} : !llvm.array<512 x i8>
+// CHECK-LABEL: gpu.func @test_broadcast
+// CHECK: llvm.store %{{.*}}, %{{.*}} : f32, !llvm.ptr<3>
+// CHECK: gpu.barrier
+// CHECK: llvm.load %{{.*}} : !llvm.ptr<3> -> f32
+// CHECK: gpu.barrier
+func.func @test_broadcast(%x: !kiln.ptr<f32>) attributes {kiln.kernel} {
+  %r = kiln.make_range 0 to 64 : tensor<64xi32>
+  %xs = kiln.splat %x : tensor<64x!kiln.ptr<f32>>
+  %p = kiln.addptr %xs, %r : tensor<64x!kiln.ptr<f32>>, tensor<64xi32>
+  %v = kiln.load %p : tensor<64x!kiln.ptr<f32>>
+  %c = kiln.expand_dims %v {axis = 0 : i32} : tensor<64xf32> -> tensor<1x64xf32>
+  %b = kiln.broadcast %c : tensor<1x64xf32> -> tensor<2x64xf32>
+  %s = kiln.reduce sum %b axis 0 : tensor<2x64xf32> -> tensor<64xf32>
+  kiln.store %p, %s : tensor<64x!kiln.ptr<f32>>
+  return
+}
