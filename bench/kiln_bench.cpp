@@ -77,15 +77,15 @@ template <int BLOCK, bool ONE> void BM_layernorm(benchmark::State &state) {
   }
 }
 
-template <class Kern, bool BIAS> void BM_matmul(benchmark::State &state) {
+template <class Kern, int BM, int BN, bool BIAS> void BM_matmul(benchmark::State &state) {
   int M = int(state.range(0)), K = int(state.range(1)), N = int(state.range(2));
   auto a = random_device<half>(std::size_t(M) * K), b = random_device<half>(std::size_t(K) * N);
   auto bias = random_device<half>(N);
   cuda::DeviceBuffer<half> c(std::size_t(M) * N);
   CompileOptions o;
-  o.num_warps = 4;
+  o.num_warps = int(state.range(3));
   auto k = compile<Kern>(gpu(), o);
-  Grid grid(ceil_div(M, 64), ceil_div(N, 64));
+  Grid grid(ceil_div(M, BM), ceil_div(N, BN));
   for (auto _ : state) {
     double ms = cuda::time_ms(
         [&] {
@@ -94,7 +94,7 @@ template <class Kern, bool BIAS> void BM_matmul(benchmark::State &state) {
           else
             k.launch(grid, a.data(), b.data(), c.data(), M, N, K, K, N, N);
         },
-        3, 1);
+        10, 2);
     report(state, ms, 0, 2.0 * M * N * K);
   }
 }
@@ -110,10 +110,16 @@ BENCHMARK(BM_softmax<1024, true>)->Args({32768, 1024, 4})->Args({32768, 1024, 8}
     ->UseManualTime()->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_layernorm<1024, true>)->Args({8192, 768, 4})->UseManualTime()->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_layernorm<1024, false>)->Args({32768, 4096, 8})->UseManualTime()->Unit(benchmark::kMicrosecond);
-BENCHMARK(BM_matmul<ops::Matmul<f16, 64, 64, 32>, false>)->Args({4096, 4096, 4096})
+BENCHMARK(BM_matmul<ops::Matmul<f16, 64, 64, 32>, 64, 64, false>)->Args({4096, 4096, 4096, 4})
     ->UseManualTime()->Unit(benchmark::kMillisecond)->Iterations(1);
-BENCHMARK(BM_matmul<ops::MatmulBiasGelu<f16, 64, 64, 32>, true>)->Args({8192, 768, 3072})
+BENCHMARK(BM_matmul<ops::Matmul<f16, 128, 128, 32>, 128, 128, false>)->Args({4096, 4096, 4096, 8})
     ->UseManualTime()->Unit(benchmark::kMillisecond)->Iterations(1);
+BENCHMARK(BM_matmul<ops::Matmul<f16, 128, 64, 32>, 128, 64, false>)->Args({4096, 4096, 4096, 4})
+    ->UseManualTime()->Unit(benchmark::kMillisecond)->Iterations(1);
+BENCHMARK(BM_matmul<ops::MatmulBiasGelu<f16, 64, 64, 32>, 64, 64, true>)->Args({8192, 768, 3072, 4})
+    ->Args({8192, 4096, 4096, 4})->UseManualTime()->Unit(benchmark::kMillisecond)->Iterations(1);
+BENCHMARK(BM_matmul<ops::MatmulBiasGelu<f16, 128, 128, 32>, 128, 128, true>)->Args({8192, 768, 3072, 8})
+    ->Args({8192, 4096, 4096, 8})->UseManualTime()->Unit(benchmark::kMillisecond)->Iterations(1);
 
 int main(int argc, char **argv) {
   std::string why;

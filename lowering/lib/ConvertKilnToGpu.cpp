@@ -10,6 +10,7 @@
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/LLVMIR/NVVMDialect.h"
 #include "mlir/IR/IRMapping.h"
 
 namespace kiln {
@@ -101,14 +102,152 @@ private:
     return arith::AddIOp::create(b, loc, i32(j * threads), tid);
   }
 
-  SmallVector<Value> &get(Value v) {
+  /// The elements this thread holds of `v` in the value's own layout.
+  SmallVector<Value> raw(Value v) {
     auto it = values.find(v);
     assert(it != values.end() && "value emitted before use");
     return it->second;
   }
+  /// The elements of `v` in the default (distributed or replicated) layout,
+  /// converting a tensor-core accumulator once, through shared memory.
+  SmallVector<Value> get(Value v) {
+    auto m = mma.find(v);
+    if (m == mma.end())
+      return raw(v);
+    auto cached = defaults.find(v);
+    if (cached != defaults.end())
+      return cached->second;
+    SmallVector<Value> in = raw(v);
+    SmallVector<Value> out;
+    if (in.size() == 1) {
+      out = in;
+    } else {
+      auto tile = cast<RankedTensorType>(v.getType());
+      Type stored = storageType(tile.getElementType());
+      Mma info = m->second;
+      for (int64_t j = 0; j < int64_t(in.size()); ++j)
+        storeSmem(0, mmaFlat(info, j), in[j]);
+      reserveSmem(tile.getNumElements() * byteSize(stored));
+      barrier();
+      Layout l = layoutOf(tile);
+      for (int64_t j = 0; j < l.perThread; ++j)
+        out.push_back(loadSmem(0, flatIndex(l, j), stored));
+      barrier();
+    }
+    defaults[v] = out;
+    return out;
+  }
   Value elem(Value v, int64_t j) {
-    auto &vs = get(v);
+    auto vs = get(v);
     return vs.size() == 1 ? vs[0] : vs[j];
+  }
+  static Value pick(ArrayRef<Value> vs, int64_t j) { return vs.size() == 1 ? vs[0] : vs[j]; }
+
+  //===--------------------------------------------------------------------===//
+  // Tensor-core accumulator layout (mma.sync m16n8k16)
+  //===--------------------------------------------------------------------===//
+
+  /// An (M, N) tile split over wm x wn warps; each warp owns an (M/wm, N/wn)
+  /// region of 16x8 mma tiles, 4 f32 per thread per tile.
+  struct Mma {
+    int64_t M, N, wm, wn;
+    int64_t tilesM() const { return M / wm / 16; }
+    int64_t tilesN() const { return N / wn / 8; }
+    int64_t perThread() const { return tilesM() * tilesN() * 4; }
+    bool operator==(const Mma &o) const { return M == o.M && N == o.N && wm == o.wm && wn == o.wn; }
+  };
+  DenseMap<Value, Mma> mma;
+  DenseMap<Value, SmallVector<Value>> defaults;
+
+  /// The tensor-core layout `dot` uses for its result, if it can use one.
+  std::optional<Mma> mmaFor(kiln::DotOp dot) const {
+    auto a = dot.getA().getType();
+    Type in = a.getElementType();
+    if (!in.isF16() && !in.isBF16())
+      return std::nullopt;
+    int64_t M = a.getDimSize(0), K = a.getDimSize(1), N = dot.getB().getType().getDimSize(1);
+    if (K % 16 != 0)
+      return std::nullopt;
+    int warps = threads / 32;
+    std::optional<Mma> best;
+    for (int wm = 1; wm <= warps; wm *= 2) {
+      int wn = warps / wm;
+      if (M % (16 * wm) != 0 || N % (8 * wn) != 0)
+        continue;
+      Mma m{M, N, wm, wn};
+      // Prefer square warp regions: fewer fragment loads per mma.
+      auto cost = [](const Mma &x) { return std::abs(x.M / x.wm - x.N / x.wn); };
+      if (!best || cost(m) < cost(*best))
+        best = m;
+    }
+    return best;
+  }
+
+  /// Flat (row-major) index of this thread's j-th accumulator element.
+  Value mmaFlat(const Mma &m, int64_t j) {
+    int64_t tile = j / 4, r = j % 4;
+    int64_t tm = tile / m.tilesN(), tn = tile % m.tilesN();
+    Value wr = arith::DivUIOp::create(b, loc, warp, i32(m.wn));
+    Value wc = arith::RemUIOp::create(b, loc, warp, i32(m.wn));
+    Value row = arith::AddIOp::create(
+        b, loc, arith::MulIOp::create(b, loc, wr, i32(m.M / m.wm)),
+        arith::AddIOp::create(b, loc, arith::DivUIOp::create(b, loc, lane, i32(4)),
+                              i32(tm * 16 + (r >= 2 ? 8 : 0))));
+    Value col = arith::AddIOp::create(
+        b, loc, arith::MulIOp::create(b, loc, wc, i32(m.N / m.wn)),
+        arith::AddIOp::create(
+            b, loc,
+            arith::MulIOp::create(b, loc, arith::RemUIOp::create(b, loc, lane, i32(4)), i32(2)),
+            i32(tn * 8 + (r & 1))));
+    return arith::AddIOp::create(b, loc, arith::MulIOp::create(b, loc, row, i32(m.N)), col);
+  }
+
+  /// The elements of `v` in accumulator layout `m` (through shared memory
+  /// unless `v` is uniform or already there).
+  SmallVector<Value> toMma(Value v, const Mma &m) {
+    auto it = mma.find(v);
+    if (it != mma.end() && it->second == m)
+      return raw(v);
+    SmallVector<Value> in = get(v);
+    if (in.size() == 1)
+      return in;
+    auto tile = cast<RankedTensorType>(v.getType());
+    Type stored = storageType(tile.getElementType());
+    if (auto bc = v.getDefiningOp<kiln::BroadcastOp>()) {
+      // Gather from the (smaller) source of a broadcast, e.g. a bias row.
+      auto src = bc.getSrc().getType();
+      if (get(bc.getSrc()).size() == 1)
+        return get(bc.getSrc());
+      reserveSmem(spill(bc.getSrc(), 0));
+      barrier();
+      SmallVector<Value> out;
+      for (int64_t j = 0; j < m.perThread(); ++j) {
+        SmallVector<Value> idx = unravel(mmaFlat(m, j), tile.getShape());
+        for (int64_t d = 0; d < tile.getRank(); ++d)
+          if (src.getDimSize(d) == 1)
+            idx[d] = i32(0);
+        out.push_back(loadSmem(0, ravel(idx, src.getShape()), stored));
+      }
+      barrier();
+      return out;
+    }
+    reserveSmem(spill(v, 0));
+    barrier();
+    SmallVector<Value> out;
+    for (int64_t j = 0; j < m.perThread(); ++j)
+      out.push_back(loadSmem(0, mmaFlat(m, j), stored));
+    barrier();
+    return out;
+  }
+
+  /// The accumulator layout shared by `operands` when one of them has it.
+  std::optional<Mma> commonMma(ValueRange operands, Type result) {
+    for (Value v : operands) {
+      auto it = mma.find(v);
+      if (it != mma.end() && v.getType() == kiln::getSameShape(result, kiln::getElementTypeOrSelf(v.getType())))
+        return it->second;
+    }
+    return std::nullopt;
   }
 
   Type storageType(Type elem) {
@@ -224,20 +363,28 @@ private:
     if (auto st = dyn_cast<kiln::StoreOp>(op))
       return emitStore(st);
     if (auto sel = dyn_cast<kiln::SelectOp>(op)) {
-      Layout l = layoutOf(sel.getType());
-      auto &out = values[sel];
-      for (int64_t j = 0; j < l.perThread; ++j)
-        out.push_back(arith::SelectOp::create(b, loc, elem(sel.getCondition(), j),
-                                              elem(sel.getTrueValue(), j),
-                                              elem(sel.getFalseValue(), j)));
+      std::optional<Mma> m = commonMma(sel->getOperands(), sel.getType());
+      auto view = [&](Value v) { return m ? toMma(v, *m) : get(v); };
+      auto c = view(sel.getCondition()), t = view(sel.getTrueValue()), f = view(sel.getFalseValue());
+      int64_t n = std::max({c.size(), t.size(), f.size()});
+      SmallVector<Value> out;
+      for (int64_t j = 0; j < n; ++j)
+        out.push_back(arith::SelectOp::create(b, loc, pick(c, j), pick(t, j), pick(f, j)));
+      values[sel] = out;
+      if (m && n > 1)
+        mma[sel] = *m;
       return success();
     }
     if (auto cast = dyn_cast<kiln::CastOp>(op)) {
-      Layout l = layoutOf(cast.getType());
+      std::optional<Mma> m = commonMma(cast->getOperands(), cast.getType());
+      auto in = m ? toMma(cast.getSrc(), *m) : get(cast.getSrc());
       Type to = kiln::getElementTypeOrSelf(cast.getType());
-      auto &out = values[cast];
-      for (int64_t j = 0; j < l.perThread; ++j)
-        out.push_back(kiln::emitCast(b, loc, elem(cast.getSrc(), j), to));
+      SmallVector<Value> out;
+      for (Value x : in)
+        out.push_back(kiln::emitCast(b, loc, x, to));
+      values[cast] = out;
+      if (m && out.size() > 1)
+        mma[cast] = *m;
       return success();
     }
     if (auto red = dyn_cast<kiln::ReduceOp>(op))
@@ -263,21 +410,28 @@ private:
   LogicalResult emitElementwise(Operation *op) {
     if (op->getNumResults() != 1)
       return op->emitError("convert-kiln-to-gpu: expected one result");
-    Layout l = layoutOf(op->getResult(0).getType());
-    int64_t n = l.perThread;
-    bool allUniform = llvm::all_of(op->getOperands(), [&](Value v) { return get(v).size() == 1; });
-    if (allUniform)
-      n = 1; // e.g. a splat constant combined with a splat: one value serves every element
-    Type elemType = kiln::getElementTypeOrSelf(op->getResult(0).getType());
-    auto &out = values[op->getResult(0)];
+    Value result = op->getResult(0);
+    Type elemType = kiln::getElementTypeOrSelf(result.getType());
+    // Operands in one layout: the accumulator layout if any operand has it.
+    std::optional<Mma> m = commonMma(op->getOperands(), result.getType());
+    SmallVector<SmallVector<Value>> operands;
+    for (Value v : op->getOperands())
+      operands.push_back(m ? toMma(v, *m) : get(v));
+    int64_t n = m ? m->perThread() : layoutOf(result.getType()).perThread;
+    if (llvm::all_of(operands, [](auto &vs) { return vs.size() == 1; }))
+      n = 1; // uniform operands (splats): one value serves every element
+    SmallVector<Value> out;
     for (int64_t j = 0; j < n; ++j) {
       OperationState state(loc, op->getName());
-      for (Value v : op->getOperands())
-        state.addOperands(elem(v, j));
+      for (auto &vs : operands)
+        state.addOperands(pick(vs, j));
       state.addTypes(elemType);
       state.addAttributes(op->getAttrs());
       out.push_back(b.create(state)->getResult(0));
     }
+    values[result] = out;
+    if (m && n > 1)
+      mma[result] = *m;
     return success();
   }
 
@@ -286,11 +440,20 @@ private:
     SmallVector<size_t> counts;
     // Loop-carried tiles carry every element of their layout, even when the
     // initial value is uniform (a splat): iterations make them differ.
-    for (Value init : forOp.getInitArgs()) {
-      int64_t count = layoutOf(init.getType()).perThread;
+    // An accumulator fed back from a tensor-core dot stays in its layout.
+    auto yield = cast<scf::YieldOp>(forOp.getBody()->getTerminator());
+    SmallVector<std::optional<Mma>> argMma;
+    for (auto [i, init] : llvm::enumerate(forOp.getInitArgs())) {
+      std::optional<Mma> m;
+      if (auto dot = yield.getOperand(i).getDefiningOp<kiln::DotOp>())
+        if (dot.getAcc() == forOp.getRegionIterArgs()[i])
+          m = mmaFor(dot);
+      argMma.push_back(m);
+      int64_t count = m ? m->perThread() : layoutOf(init.getType()).perThread;
       counts.push_back(count);
+      SmallVector<Value> vs = m ? toMma(init, *m) : get(init);
       for (int64_t j = 0; j < count; ++j)
-        inits.push_back(elem(init, j));
+        inits.push_back(pick(vs, j));
     }
     auto loop = scf::ForOp::create(b, loc, get(forOp.getLowerBound())[0],
                                    get(forOp.getUpperBound())[0], get(forOp.getStep())[0], inits);
@@ -299,10 +462,12 @@ private:
       body->back().erase();
     values[forOp.getInductionVar()] = {loop.getInductionVar()};
     size_t pos = 0;
-    for (auto [arg, count] : llvm::zip(forOp.getRegionIterArgs(), counts)) {
-      auto slice = loop.getRegionIterArgs().slice(pos, count);
+    for (auto [i, arg] : llvm::enumerate(forOp.getRegionIterArgs())) {
+      auto slice = loop.getRegionIterArgs().slice(pos, counts[i]);
       values[arg] = SmallVector<Value>(slice.begin(), slice.end());
-      pos += count;
+      if (argMma[i])
+        mma[arg] = *argMma[i];
+      pos += counts[i];
     }
     {
       OpBuilder::InsertionGuard guard(b);
@@ -310,20 +475,20 @@ private:
       if (failed(emitBlock(*forOp.getBody())))
         return failure();
       SmallVector<Value> yields;
-      auto yield = cast<scf::YieldOp>(forOp.getBody()->getTerminator());
-      for (auto [v, count] : llvm::zip(yield.getOperands(), counts)) {
-        auto &vs = get(v);
-        // A loop-carried value keeps the element count of its initial value.
-        for (size_t j = 0; j < count; ++j)
-          yields.push_back(vs.size() == 1 ? vs[0] : vs[j]);
+      for (auto [i, v] : llvm::enumerate(yield.getOperands())) {
+        SmallVector<Value> vs = argMma[i] ? toMma(v, *argMma[i]) : get(v);
+        for (size_t j = 0; j < counts[i]; ++j)
+          yields.push_back(pick(vs, j));
       }
       scf::YieldOp::create(b, loc, yields);
     }
     pos = 0;
-    for (auto [res, count] : llvm::zip(forOp.getResults(), counts)) {
-      auto slice = loop.getResults().slice(pos, count);
+    for (auto [i, res] : llvm::enumerate(forOp.getResults())) {
+      auto slice = loop.getResults().slice(pos, counts[i]);
       values[res] = SmallVector<Value>(slice.begin(), slice.end());
-      pos += count;
+      if (argMma[i])
+        mma[res] = *argMma[i];
+      pos += counts[i];
     }
     return success();
   }
@@ -454,7 +619,7 @@ private:
     auto src = red.getSrc().getType();
     Type elemType = src.getElementType();
     Layout ls = layoutOf(src);
-    auto &in = get(red.getSrc());
+    SmallVector<Value> in = get(red.getSrc());
     int64_t axis = red.getAxis();
     bool shuffleable = elemType.isF32() || elemType.isInteger(32);
     if (src.getRank() == 1 && ls.distributed && in.size() > 1 && shuffleable) {
@@ -539,6 +704,8 @@ private:
   }
 
   LogicalResult emitDot(kiln::DotOp dot) {
+    if (std::optional<Mma> m = mmaFor(dot))
+      return emitMmaDot(dot, *m);
     auto at = dot.getA().getType(), bt = dot.getB().getType();
     int64_t M = at.getDimSize(0), K = at.getDimSize(1), N = bt.getDimSize(1);
     Type in = at.getElementType();
@@ -572,6 +739,82 @@ private:
     }
     barrier();
     (void)M;
+    return success();
+  }
+
+  /// dot on tensor cores: A and B are staged in shared memory (row-major),
+  /// each warp loads its A (16x16) and B (16x8) fragments and issues
+  /// mma.sync.m16n8k16 with f32 accumulation into the accumulator layout.
+  LogicalResult emitMmaDot(kiln::DotOp dot, const Mma &m) {
+    auto at = dot.getA().getType(), bt = dot.getB().getType();
+    int64_t K = at.getDimSize(1), N = bt.getDimSize(1);
+    Type in = at.getElementType();
+    SmallVector<Value> acc = toMma(dot.getAcc(), m);
+    int64_t aBytes = spill(dot.getA(), 0);
+    int64_t bBase = (aBytes + 15) / 16 * 16;
+    reserveSmem(bBase + spill(dot.getB(), bBase));
+    barrier();
+    MLIRContext *ctx = b.getContext();
+    auto pair = VectorType::get({2}, in);
+    Type f32 = b.getF32Type();
+    auto resultType = LLVM::LLVMStructType::getLiteral(ctx, {f32, f32, f32, f32});
+    Value wr = arith::DivUIOp::create(b, loc, warp, i32(m.wn));
+    Value wc = arith::RemUIOp::create(b, loc, warp, i32(m.wn));
+    Value groupRow = arith::DivUIOp::create(b, loc, lane, i32(4));                  // lane / 4
+    Value pairCol = arith::MulIOp::create(b, loc, arith::RemUIOp::create(b, loc, lane, i32(4)), i32(2));
+    Value rowBase = arith::AddIOp::create(b, loc, arith::MulIOp::create(b, loc, wr, i32(m.M / m.wm)), groupRow);
+    Value colBase = arith::AddIOp::create(b, loc, arith::MulIOp::create(b, loc, wc, i32(m.N / m.wn)), groupRow);
+    // NVVM takes bf16 fragments as i32 registers.
+    auto operand = [&](Value v) -> Value {
+      return in.isBF16() ? Value(LLVM::BitcastOp::create(b, loc, b.getI32Type(), v)) : v;
+    };
+    auto loadPairA = [&](Value row, Value k) -> Value { // A[row][k], A[row][k + 1]
+      Value idx = arith::AddIOp::create(b, loc, arith::MulIOp::create(b, loc, row, i32(K)), k);
+      return operand(LLVM::LoadOp::create(b, loc, pair, smemAddr(0, idx, in), 4));
+    };
+    auto loadPairB = [&](Value k, Value n) -> Value { // B[k][n], B[k + 1][n]
+      Value idx0 = arith::AddIOp::create(b, loc, arith::MulIOp::create(b, loc, k, i32(N)), n);
+      Value idx1 = arith::AddIOp::create(b, loc, idx0, i32(N));
+      Value v = LLVM::UndefOp::create(b, loc, pair);
+      v = LLVM::InsertElementOp::create(b, loc, v, loadSmem(bBase, idx0, in), i32(0));
+      return operand(LLVM::InsertElementOp::create(b, loc, v, loadSmem(bBase, idx1, in), i32(1)));
+    };
+    NVVM::MMATypes ptxType = in.isF16() ? NVVM::MMATypes::f16 : NVVM::MMATypes::bf16;
+    for (int64_t k0 = 0; k0 < K; k0 += 16) {
+      Value kLo = arith::AddIOp::create(b, loc, pairCol, i32(k0));
+      Value kHi = arith::AddIOp::create(b, loc, pairCol, i32(k0 + 8));
+      SmallVector<SmallVector<Value>> bFrags;
+      for (int64_t tn = 0; tn < m.tilesN(); ++tn) {
+        Value n = arith::AddIOp::create(b, loc, colBase, i32(tn * 8));
+        bFrags.push_back({loadPairB(kLo, n), loadPairB(kHi, n)});
+      }
+      for (int64_t tm = 0; tm < m.tilesM(); ++tm) {
+        Value r0 = arith::AddIOp::create(b, loc, rowBase, i32(tm * 16));
+        Value r1 = arith::AddIOp::create(b, loc, rowBase, i32(tm * 16 + 8));
+        SmallVector<Value> aFrag{loadPairA(r0, kLo), loadPairA(r1, kLo), loadPairA(r0, kHi),
+                                 loadPairA(r1, kHi)};
+        for (int64_t tn = 0; tn < m.tilesN(); ++tn) {
+          int64_t base = (tm * m.tilesN() + tn) * 4;
+          SmallVector<Value> c;
+          for (int r = 0; r < 4; ++r)
+            c.push_back(pick(acc, base + r));
+          Value d = NVVM::MmaOp::create(b, loc, resultType, aFrag, bFrags[tn], c, {16, 8, 16},
+                                        std::nullopt, std::nullopt,
+                                        std::array<NVVM::MMATypes, 2>{ptxType, ptxType},
+                                        std::array<NVVM::MMALayout, 2>{NVVM::MMALayout::row,
+                                                                       NVVM::MMALayout::col});
+          if (acc.size() == 1)
+            acc.assign(m.perThread(), acc[0]);
+          for (int r = 0; r < 4; ++r)
+            acc[base + r] = LLVM::ExtractValueOp::create(b, loc, d, ArrayRef<int64_t>{r});
+        }
+      }
+    }
+    barrier();
+    if (acc.size() == 1)
+      acc.assign(m.perThread(), acc[0]);
+    values[dot] = acc;
+    mma[dot] = m;
     return success();
   }
 };

@@ -110,8 +110,9 @@ TEST_CASE_TEMPLATE("layernorm matches the reference", T, float, half) {
   }
 }
 
-TEST_CASE_TEMPLATE("matmul and matmul+bias+gelu match the reference", T, float, half) {
-  using D = std::conditional_t<std::is_same_v<T, float>, f32, f16>;
+TEST_CASE_TEMPLATE("matmul and matmul+bias+gelu match the reference", T, float, half, bfloat16) {
+  using D = std::conditional_t<std::is_same_v<T, float>, f32,
+                               std::conditional_t<std::is_same_v<T, half>, f16, bf16>>;
   auto mm = compile<ops::Matmul<D, 32, 32, 16>>(kCpu);
   auto mbg = compile<ops::MatmulBiasGelu<D, 32, 32, 16>>(kCpu);
   for (auto [M, N, K] : {std::tuple{1, 1, 1}, {32, 32, 16}, {33, 65, 17}, {64, 96, 128},
@@ -122,7 +123,7 @@ TEST_CASE_TEMPLATE("matmul and matmul+bias+gelu match the reference", T, float, 
     auto a = test::random_vector<T>(std::size_t(M) * K, 7);
     auto b = test::random_vector<T>(std::size_t(K) * N, 8);
     auto bias = test::random_vector<T>(N, 9);
-    double tol = std::is_same_v<T, half> ? 1e-2 : 1e-5;
+    double tol = std::is_same_v<T, half> ? 1e-2 : std::is_same_v<T, bfloat16> ? 4e-2 : 1e-5;
     std::vector<T> c(std::size_t(M) * N, T(-5.0f)), c2 = c;
     Mem da(a), dbm(b), dbias(bias), dc(c), dc2(c2);
     Grid grid(ceil_div(M, 32), ceil_div(N, 32));

@@ -26,7 +26,7 @@ int ptxas(const std::string &ptx, const std::string &arch, const std::string &na
   return std::system(cmd.c_str());
 }
 
-template <class K> void check_kernel() {
+template <class K> void check_kernel(const char *must_contain = nullptr) {
   for (const char *arch : {"sm_80", "sm_90a"}) {
     auto k = compile<K>(Target::cuda(arch));
     const std::string &ptx = k.ir(Stage::Ptx);
@@ -35,6 +35,8 @@ template <class K> void check_kernel() {
     CHECK(ptx.find(".entry " + k.name()) != std::string::npos);
     CHECK(ptx.find(std::string(".target ") + arch) != std::string::npos);
     CHECK(ptxas(ptx, arch, k.name()) == 0);
+    if (must_contain)
+      CHECK(ptx.find(must_contain) != std::string::npos);
   }
 }
 } // namespace
@@ -49,8 +51,11 @@ TEST_CASE("layernorm") {
   check_kernel<ops::LayerNorm<f16, 1024, true>>();
 }
 TEST_CASE("matmul") {
-  check_kernel<ops::Matmul<f16, 64, 64, 32>>();
-  check_kernel<ops::MatmulBiasGelu<f16, 64, 64, 32>>();
+  // f16 dot runs on tensor cores; f32 uses the FMA path.
+  check_kernel<ops::Matmul<f16, 64, 64, 32>>("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32");
+  check_kernel<ops::Matmul<bf16, 64, 64, 32>>("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32");
+  check_kernel<ops::MatmulBiasGelu<f16, 64, 64, 32>>("mma.sync.aligned.m16n8k16");
+  check_kernel<ops::Matmul<f32, 32, 32, 16>>("fma.rn.f32");
 }
 TEST_CASE("unknown architectures are rejected") {
   using Add = ops::VecAdd<f32, 128>;

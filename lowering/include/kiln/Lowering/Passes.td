@@ -73,7 +73,11 @@ def ConvertKilnToGpu : Pass<"convert-kiln-to-gpu", "mlir::ModuleOp"> {
     `kiln.dot` go through shared memory; a reduction of a distributed 1-D
     tile to a scalar combines per thread, then across the warp with
     butterfly shuffles, then across warps through shared memory. `dot` on
-    this path is an FMA loop over K (correct for every dtype).
+    tensor cores when it can (f16/bf16 operands, M a multiple of 16 per warp
+    row, N of 8 per warp column, K of 16): A and B are staged in shared
+    memory, each warp loads mma fragments and issues `mma.sync.m16n8k16`
+    into an accumulator *tensor-core layout* that loop-carried accumulators
+    and element-wise epilogues keep; otherwise `dot` is an FMA loop over K.
 
     Before:
     ```mlir
@@ -86,6 +90,7 @@ def ConvertKilnToGpu : Pass<"convert-kiln-to-gpu", "mlir::ModuleOp"> {
   }];
   let options = [Option<"numWarps", "num-warps", "int", "4", "warps per program (CTA)">];
   let dependentDialects = ["::mlir::gpu::GPUDialect", "::mlir::LLVM::LLVMDialect",
+                           "::mlir::NVVM::NVVMDialect",
                            "::mlir::arith::ArithDialect", "::mlir::scf::SCFDialect",
                            "::mlir::math::MathDialect"];
 }
