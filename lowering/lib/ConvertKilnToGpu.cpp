@@ -12,6 +12,7 @@
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/LLVMIR/NVVMDialect.h"
 #include "mlir/IR/IRMapping.h"
+#include "mlir/IR/Matchers.h"
 
 namespace kiln {
 #define GEN_PASS_DEF_CONVERTKILNTOGPU
@@ -29,7 +30,8 @@ constexpr const char *kSmemName = "kiln_smem";
 struct Layout {
   int64_t numel = 1;
   int64_t perThread = 1;
-  bool distributed = false; ///< thread t holds flat elements j * T + t
+  bool distributed = false; ///< thread t holds groups of `vec` consecutive flat elements
+  int64_t vec = 1;          ///< elements per group (consecutive along the last dimension)
 };
 
 int64_t byteSize(Type t) {
@@ -90,6 +92,17 @@ private:
     l.numel = tile.getNumElements();
     l.distributed = l.numel % threads == 0;
     l.perThread = l.distributed ? l.numel / threads : l.numel;
+    // Groups of up to 8 consecutive elements of one row per thread, so that
+    // global and shared accesses can be 128-bit. A function of the shape only:
+    // tiles of one shape share a layout whatever their dtype.
+    if (l.distributed) {
+      int64_t last = tile.getShape().back();
+      for (int64_t v = 8; v > 1; v /= 2)
+        if (l.perThread % v == 0 && last % v == 0) {
+          l.vec = v;
+          break;
+        }
+    }
     return l;
   }
 
@@ -99,7 +112,55 @@ private:
   Value flatIndex(const Layout &l, int64_t j) {
     if (!l.distributed)
       return i32(j);
-    return arith::AddIOp::create(b, loc, i32(j * threads), tid);
+    // group g = j / vec holds flat elements (g * T + tid) * vec + [0, vec)
+    int64_t g = j / l.vec, v = j % l.vec;
+    Value t = l.vec == 1 ? tid : Value(arith::MulIOp::create(b, loc, tid, i32(l.vec)));
+    return arith::AddIOp::create(b, loc, t, i32(g * threads * l.vec + v));
+  }
+
+  //===--------------------------------------------------------------------===//
+  // Strides along the last dimension (0: same value, 1: consecutive), used to
+  // find vectorisable global accesses. Unknown values have no entry.
+  //===--------------------------------------------------------------------===//
+
+  DenseMap<Value, int64_t> strides;
+  std::optional<int64_t> strideOf(Value v) {
+    auto it = values.find(v);
+    if (it != values.end() && it->second.size() == 1)
+      return 0;
+    auto s = strides.find(v);
+    if (s == strides.end())
+      return std::nullopt;
+    return s->second;
+  }
+  void setStride(Value v, std::optional<int64_t> s) {
+    if (s && (*s == 0 || *s == 1))
+      strides[v] = *s;
+  }
+  /// Stride of an element-wise integer op's result from its operands'.
+  std::optional<int64_t> strideThrough(Operation *op) {
+    auto sa = op->getNumOperands() > 0 ? strideOf(op->getOperand(0)) : std::nullopt;
+    auto sb = op->getNumOperands() > 1 ? strideOf(op->getOperand(1)) : std::nullopt;
+    if (llvm::all_of(op->getOperands(), [&](Value v) { return strideOf(v) == 0; }))
+      return 0;
+    if (!sa || !sb)
+      return std::nullopt;
+    if (isa<arith::AddIOp>(op))
+      return *sa + *sb;
+    if (isa<arith::SubIOp>(op))
+      return *sa - *sb;
+    if (isa<arith::MulIOp>(op)) {
+      // x * 1 keeps x's stride.
+      for (int i = 0; i < 2; ++i) {
+        APInt c;
+        if (strideOf(op->getOperand(1 - i)) == 0 &&
+            matchPattern(op->getOperand(1 - i), m_ConstantInt(&c)) && c.isOne())
+          return i == 0 ? sa : sb;
+      }
+    }
+    if (isa<arith::ExtSIOp, arith::ExtUIOp, arith::IndexCastOp>(op))
+      return sa;
+    return std::nullopt;
   }
 
   /// The elements this thread holds of `v` in the value's own layout.
@@ -303,9 +364,41 @@ private:
     auto tile = cast<RankedTensorType>(v.getType());
     Type stored = storageType(tile.getElementType());
     Layout l = layoutOf(tile);
-    for (int64_t j = 0; j < l.perThread; ++j)
-      storeSmem(base, flatIndex(l, j), elem(v, j));
+    SmallVector<Value> vs = get(v);
+    int64_t width = vectorWidth(l, stored);
+    for (int64_t j = 0; j < l.perThread; j += width) {
+      if (width == 1) {
+        storeSmem(base, flatIndex(l, j), pick(vs, j));
+        continue;
+      }
+      SmallVector<Value> part;
+      for (int64_t k = 0; k < width; ++k)
+        part.push_back(pick(vs, j + k));
+      Value vec = pack(part);
+      LLVM::StoreOp::create(b, loc, vec, smemAddr(base, flatIndex(l, j), stored),
+                            width * byteSize(stored));
+    }
     return tile.getNumElements() * std::max<int64_t>(byteSize(stored), 1);
+  }
+
+  /// Elements per vector access for layout `l` and element type `t` (at most 16 bytes).
+  int64_t vectorWidth(const Layout &l, Type t) {
+    if (!l.distributed || l.vec == 1 || t.isInteger(1))
+      return 1;
+    return std::min<int64_t>(l.vec, 16 / byteSize(t));
+  }
+  Value pack(ArrayRef<Value> elems) {
+    auto type = VectorType::get({int64_t(elems.size())}, elems[0].getType());
+    Value v = LLVM::UndefOp::create(b, loc, type);
+    for (auto [i, e] : llvm::enumerate(elems))
+      v = LLVM::InsertElementOp::create(b, loc, v, e, i32(i));
+    return v;
+  }
+  SmallVector<Value> unpack(Value vec, int64_t n) {
+    SmallVector<Value> out;
+    for (int64_t i = 0; i < n; ++i)
+      out.push_back(LLVM::ExtractElementOp::create(b, loc, vec, i32(i)));
+    return out;
   }
 
   //===--------------------------------------------------------------------===//
@@ -343,6 +436,7 @@ private:
       auto &out = values[r];
       for (int64_t j = 0; j < l.perThread; ++j)
         out.push_back(arith::AddIOp::create(b, loc, flatIndex(l, j), i32(r.getStart())));
+      strides[r] = 1;
       return success();
     }
     if (auto s = dyn_cast<kiln::SplatOp>(op)) {
@@ -350,8 +444,28 @@ private:
       return success();
     }
     if (isa<kiln::ExpandDimsOp, kiln::ReshapeOp>(op)) {
-      // Same element count, same row-major order: the layout is unchanged.
-      values[op->getResult(0)] = get(op->getOperand(0));
+      // Same element count and row-major order; the layout may group
+      // elements differently (the last dimension can change), so regroup
+      // through shared memory when it does.
+      Value src = op->getOperand(0), dst = op->getResult(0);
+      Layout ls = layoutOf(src.getType()), ld = layoutOf(dst.getType());
+      SmallVector<Value> in = get(src);
+      if (in.size() == 1 || (ls.distributed == ld.distributed && ls.vec == ld.vec)) {
+        values[dst] = in;
+      } else {
+        Type stored = storageType(kiln::getElementTypeOrSelf(src.getType()));
+        reserveSmem(spill(src, 0));
+        barrier();
+        SmallVector<Value> out;
+        for (int64_t j = 0; j < ld.perThread; ++j)
+          out.push_back(loadSmem(0, flatIndex(ld, j), stored));
+        barrier();
+        values[dst] = out;
+      }
+      auto srcType = cast<RankedTensorType>(src.getType());
+      auto dstType = cast<RankedTensorType>(dst.getType());
+      if (srcType.getShape().back() == dstType.getShape().back())
+        setStride(dst, strideOf(src));
       return success();
     }
     if (auto bc = dyn_cast<kiln::BroadcastOp>(op))
@@ -432,6 +546,8 @@ private:
     values[result] = out;
     if (m && n > 1)
       mma[result] = *m;
+    else
+      setStride(result, strideThrough(op));
     return success();
   }
 
@@ -496,6 +612,10 @@ private:
   LogicalResult emitBroadcast(kiln::BroadcastOp bc) {
     auto src = bc.getSrc().getType();
     auto dst = bc.getType();
+    if (src.getShape().back() == 1 && dst.getShape().back() != 1)
+      strides[bc] = 0;
+    else
+      setStride(bc, strideOf(bc.getSrc()));
     Layout ls = layoutOf(src), ld = layoutOf(dst);
     SmallVector<Value> in = get(bc.getSrc());
     if (in.size() == 1) { // uniform (e.g. a splat): nothing moves
@@ -536,6 +656,8 @@ private:
   }
 
   LogicalResult emitAddPtr(kiln::AddPtrOp ap) {
+    if (auto sp = strideOf(ap.getPtr()), so = strideOf(ap.getOffset()); sp && so && *sp == 0)
+      setStride(ap, so);
     Type pointee = cast<kiln::PtrType>(kiln::getElementTypeOrSelf(ap.getType())).getPointeeType();
     Layout l = layoutOf(ap.getType());
     bool uniform = get(ap.getPtr()).size() == 1 && get(ap.getOffset()).size() == 1;
@@ -555,11 +677,88 @@ private:
     return LLVM::IntToPtrOp::create(b, loc, LLVM::LLVMPointerType::get(b.getContext(), 1), addr);
   }
 
+  /// A group of `width` loads: one vector load when the pointers are
+  /// consecutive (known statically), the first is aligned and every mask bit is
+  /// set (checked at run time), element loads otherwise.
+  SmallVector<Value> loadGroup(Type elemType, ArrayRef<Value> addrs, ArrayRef<Value> masks,
+                               ArrayRef<Value> fills) {
+    int64_t width = addrs.size();
+    auto vecType = VectorType::get({width}, elemType);
+    int64_t bytes = width * byteSize(elemType);
+    Value aligned = arith::CmpIOp::create(
+        b, loc, arith::CmpIPredicate::eq,
+        arith::AndIOp::create(b, loc, addrs[0],
+                              arith::ConstantOp::create(b, loc, b.getI64IntegerAttr(bytes - 1))),
+        arith::ConstantOp::create(b, loc, b.getI64IntegerAttr(0)));
+    Value fast = aligned;
+    for (Value m : masks)
+      fast = arith::AndIOp::create(b, loc, fast, m);
+    SmallVector<Type> types(width, elemType);
+    auto ifOp = scf::IfOp::create(
+        b, loc, fast,
+        [&](OpBuilder &bb, Location ll) {
+          Value p = LLVM::IntToPtrOp::create(bb, ll, LLVM::LLVMPointerType::get(bb.getContext(), 1), addrs[0]);
+          Value v = LLVM::LoadOp::create(bb, ll, vecType, p, bytes);
+          SmallVector<Value> parts;
+          for (int64_t i = 0; i < width; ++i)
+            parts.push_back(LLVM::ExtractElementOp::create(
+                bb, ll, v, arith::ConstantOp::create(bb, ll, bb.getI32IntegerAttr(i))));
+          scf::YieldOp::create(bb, ll, parts);
+        },
+        [&](OpBuilder &bb, Location ll) {
+          OpBuilder::InsertionGuard guard(b);
+          b.setInsertionPoint(bb.getInsertionBlock(), bb.getInsertionPoint());
+          SmallVector<Value> parts;
+          for (int64_t i = 0; i < width; ++i)
+            parts.push_back(loadOne(elemType, addrs[i], masks.empty() ? Value() : masks[i],
+                                    fills.empty() ? Value() : fills[i]));
+          scf::YieldOp::create(b, ll, parts);
+        });
+    return SmallVector<Value>(ifOp.getResults().begin(), ifOp.getResults().end());
+  }
+
+  Value loadOne(Type elemType, Value addr, Value mask, Value fill) {
+    auto emitLoad = [&](OpBuilder &bb, Location ll) -> Value {
+      Value p = LLVM::IntToPtrOp::create(bb, ll, LLVM::LLVMPointerType::get(bb.getContext(), 1), addr);
+      return LLVM::LoadOp::create(bb, ll, elemType, p, byteSize(elemType));
+    };
+    if (!mask)
+      return emitLoad(b, loc);
+    if (!fill)
+      fill = arith::ConstantOp::create(b, loc, b.getZeroAttr(elemType));
+    auto ifOp = scf::IfOp::create(
+        b, loc, mask,
+        [&](OpBuilder &bb, Location ll) { scf::YieldOp::create(bb, ll, emitLoad(bb, ll)); },
+        [&](OpBuilder &bb, Location ll) { scf::YieldOp::create(bb, ll, fill); });
+    return ifOp.getResult(0);
+  }
+
   LogicalResult emitLoad(kiln::LoadOp ld) {
     Type elemType = kiln::getElementTypeOrSelf(ld.getType());
     if (elemType.isInteger(1))
       return ld.emitError("convert-kiln-to-gpu: loads of i1 are not supported");
     Layout l = layoutOf(ld.getType());
+    int64_t width = vectorWidth(l, elemType);
+    if (width > 1 && strideOf(ld.getPtr()) == 1) {
+      SmallVector<Value> ptrs = get(ld.getPtr());
+      SmallVector<Value> masks = ld.getMask() ? get(ld.getMask()) : SmallVector<Value>{};
+      SmallVector<Value> fills = ld.getOther() ? get(ld.getOther()) : SmallVector<Value>{};
+      SmallVector<Value> out;
+      for (int64_t j = 0; j < l.perThread; j += width) {
+        SmallVector<Value> a, m, f;
+        for (int64_t k = 0; k < width; ++k) {
+          a.push_back(pick(ptrs, j + k));
+          if (!masks.empty())
+            m.push_back(pick(masks, j + k));
+          if (!fills.empty())
+            f.push_back(pick(fills, j + k));
+        }
+        auto part = loadGroup(elemType, a, m, f);
+        out.append(part.begin(), part.end());
+      }
+      values[ld] = out;
+      return success();
+    }
     auto &out = values[ld];
     for (int64_t j = 0; j < l.perThread; ++j) {
       Value addr = elem(ld.getPtr(), j);
@@ -584,6 +783,35 @@ private:
 
   LogicalResult emitStore(kiln::StoreOp st) {
     Layout l = layoutOf(st.getValue().getType());
+    Type elemType = kiln::getElementTypeOrSelf(st.getValue().getType());
+    int64_t width = vectorWidth(l, elemType);
+    if (width > 1 && strideOf(st.getPtr()) == 1) {
+      SmallVector<Value> ptrs = get(st.getPtr()), vals = get(st.getValue());
+      SmallVector<Value> masks = st.getMask() ? get(st.getMask()) : SmallVector<Value>{};
+      int64_t bytes = width * byteSize(elemType);
+      for (int64_t j = 0; j < l.perThread; j += width) {
+        Value fast = arith::CmpIOp::create(
+            b, loc, arith::CmpIPredicate::eq,
+            arith::AndIOp::create(b, loc, pick(ptrs, j),
+                                  arith::ConstantOp::create(b, loc, b.getI64IntegerAttr(bytes - 1))),
+            arith::ConstantOp::create(b, loc, b.getI64IntegerAttr(0)));
+        SmallVector<Value> part;
+        for (int64_t k = 0; k < width; ++k) {
+          part.push_back(pick(vals, j + k));
+          if (!masks.empty())
+            fast = arith::AndIOp::create(b, loc, fast, pick(masks, j + k));
+        }
+        auto ifOp = scf::IfOp::create(b, loc, fast, /*withElseRegion=*/true);
+        OpBuilder::InsertionGuard guard(b);
+        b.setInsertionPointToStart(ifOp.thenBlock());
+        Value p = globalPtr(pick(ptrs, j));
+        LLVM::StoreOp::create(b, loc, pack(part), p, bytes);
+        b.setInsertionPointToStart(ifOp.elseBlock());
+        for (int64_t k = 0; k < width; ++k)
+          storeOne(pick(ptrs, j + k), part[k], masks.empty() ? Value() : pick(masks, j + k));
+      }
+      return success();
+    }
     for (int64_t j = 0; j < l.perThread; ++j) {
       Value addr = elem(st.getPtr(), j), v = elem(st.getValue(), j);
       auto emitStore = [&](OpBuilder &bb, Location ll) {
@@ -600,6 +828,19 @@ private:
       emitStore(b, loc);
     }
     return success();
+  }
+
+  void storeOne(Value addr, Value v, Value mask) {
+    auto emitStore = [&](OpBuilder &bb, Location ll) {
+      Value p = LLVM::IntToPtrOp::create(bb, ll, LLVM::LLVMPointerType::get(bb.getContext(), 1), addr);
+      LLVM::StoreOp::create(bb, ll, v, p, byteSize(v.getType()));
+    };
+    if (!mask)
+      return emitStore(b, loc);
+    auto ifOp = scf::IfOp::create(b, loc, mask, /*withElseRegion=*/false);
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(ifOp.thenBlock());
+    emitStore(b, loc);
   }
 
   Value combine(kiln::ReduceKind kind, Value x, Value y) {

@@ -14,7 +14,7 @@ using namespace mlir;
 namespace {
 // Upstream passes are assembled from their textual names so that the
 // pipeline reads the same here, in kiln-opt and in the docs.
-constexpr const char *kCleanup = "canonicalize,cse";
+constexpr const char *kCleanup = "canonicalize,cse,loop-invariant-code-motion,canonicalize";
 constexpr const char *kCpuKilnToStandard =
     "kiln-cpu-grid-args,convert-kiln-to-cpu,canonicalize,cse";
 constexpr const char *kCpuStandardToLLVM =

@@ -1,18 +1,28 @@
 // RUN: kiln-opt %s -split-input-file -convert-kiln-to-gpu="num-warps=1" | FileCheck %s
 
-// A 64-element tile over 32 threads is distributed: two elements per thread,
-// flat indices tid and 32 + tid, each loaded under its own mask.
+// A 64-element tile over 32 threads is distributed: each thread holds two
+// consecutive elements (flat 2 * tid, 2 * tid + 1). The pointers are known to
+// be consecutive, so the load is one 8-byte vector load when the address is
+// aligned and both mask bits are set (checked at run time), else two masked
+// element loads.
 // CHECK-LABEL: gpu.module @test_distributed_module
 // CHECK: gpu.func @test_distributed(%[[X:.*]]: i64, %[[N:.*]]: i32) kernel attributes {known_block_size = array<i32: 32, 1, 1>}
 // CHECK: %[[TID:.*]] = gpu.thread_id x
 // CHECK: %[[T:.*]] = arith.index_cast %[[TID]] : index to i32
-// CHECK: arith.cmpi slt
-// CHECK: arith.cmpi slt
+// CHECK: %[[C2:.*]] = arith.constant 2 : i32
+// CHECK: arith.muli %[[T]], %[[C2]] : i32
+// CHECK: %[[LOW:.*]] = arith.andi %{{.*}}, %c7_i64 : i64
+// CHECK: %[[ALIGNED:.*]] = arith.cmpi eq, %[[LOW]], %c0_i64 : i64
+// CHECK: %[[M0:.*]] = arith.andi %[[ALIGNED]], %{{.*}} : i1
+// CHECK: %[[FAST:.*]] = arith.andi %[[M0]], %{{.*}} : i1
+// CHECK: scf.if %[[FAST]] -> (f32, f32)
+// CHECK: llvm.load %{{.*}} {alignment = 8 : i64} : !llvm.ptr<1> -> vector<2xf32>
+// CHECK: } else {
 // CHECK: scf.if
 // CHECK: llvm.load %{{.*}} {alignment = 4 : i64} : !llvm.ptr<1> -> f32
 // CHECK: scf.if
-// CHECK: llvm.load
-// CHECK-NOT: llvm.load
+// CHECK: llvm.load %{{.*}} {alignment = 4 : i64} : !llvm.ptr<1> -> f32
+// CHECK: llvm.store %{{.*}}, %{{.*}} {alignment = 8 : i64} : vector<2xf32>, !llvm.ptr<1>
 // CHECK: gpu.return
 func.func @test_distributed(%x: !kiln.ptr<f32>, %n: i32) attributes {kiln.kernel} {
   %r = kiln.make_range 0 to 64 : tensor<64xi32>
@@ -54,7 +64,7 @@ func.func @test_reduce(%x: !kiln.ptr<f32>) attributes {kiln.kernel} {
 // the scratch buffer is sized for the largest user (the 2x64 f32 reduction).
 // CHECK: llvm.mlir.global internal @kiln_smem() {addr_space = 3 : i32, alignment = 16 : i64} : !llvm.array<512 x i8>
 // CHECK-LABEL: gpu.func @test_broadcast
-// CHECK: llvm.store %{{.*}}, %{{.*}} : f32, !llvm.ptr<3>
+// CHECK: llvm.store %{{.*}}, %{{.*}} {alignment = 8 : i64} : vector<2xf32>, !llvm.ptr<3>
 // CHECK: gpu.barrier
 // CHECK: llvm.load %{{.*}} : !llvm.ptr<3> -> f32
 // CHECK: gpu.barrier
