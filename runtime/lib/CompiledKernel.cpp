@@ -2,6 +2,9 @@
 #include "kiln/Lowering/Passes.h"
 #include "kiln/runtime/detail/cpu_executable.hpp"
 #include "kiln/runtime/detail/gpu_executable.hpp"
+#include "kiln/runtime/detail/kernel_cache.hpp"
+
+#include "llvm/Config/llvm-config.h"
 #include "kiln/runtime/detail/traced_module.hpp"
 
 #include "mlir/Pass/PassManager.h"
@@ -19,12 +22,33 @@ using namespace mlir;
 
 namespace kiln {
 
+namespace {
+/// Part of every cache key, so that a rebuilt compiler never reuses an older
+/// one's output: kiln's and LLVM's versions plus the identity (size and
+/// modification time) of the executable that embeds this compiler.
+const std::string &compilerVersion() {
+  static const std::string version = [] {
+    std::string v = "kiln 0.1 / LLVM " LLVM_VERSION_STRING;
+    std::error_code ec;
+    auto exe = std::filesystem::canonical("/proc/self/exe", ec);
+    if (!ec) {
+      auto size = std::filesystem::file_size(exe, ec);
+      auto time = std::filesystem::last_write_time(exe, ec).time_since_epoch().count();
+      v += " / " + exe.string() + ":" + std::to_string(size) + ":" + std::to_string(time);
+    }
+    return v;
+  }();
+  return version;
+}
+} // namespace
+
 struct CompiledKernel::Impl {
   TracedModulePtr traced;
   Target target;
   CompileOptions options;
   std::map<Stage, std::string> ir;
   double seconds = 0;
+  bool fromCache = false;
   std::unique_ptr<CpuExecutable> cpu;
   std::unique_ptr<GpuExecutable> gpu;
 
@@ -81,8 +105,6 @@ CompiledKernel::CompiledKernel(TracedModulePtr traced, const Target &target,
   if (const char *env = std::getenv("KILN_CUDA_PATH"); env && *env)
     m.options.cuda_path = env;
 
-  m.runStage("kiln cleanup", buildKilnCleanupPipeline);
-  m.record(Stage::Kiln, m.print());
   if (target.kind == Target::Kind::Cuda) {
     if (target.arch != "sm_80" && target.arch != "sm_86" && target.arch != "sm_89" &&
         target.arch != "sm_90" && target.arch != "sm_90a")
@@ -91,6 +113,21 @@ CompiledKernel::CompiledKernel(TracedModulePtr traced, const Target &target,
     int warps = m.options.num_warps;
     if (warps < 1 || warps > 32)
       throw Error("kiln: num_warps must be in [1, 32], got " + std::to_string(warps));
+    // The second compilation of the same kernel (in any process) is a cache hit.
+    std::string key;
+    if (m.options.use_cache && KernelCache::enabled()) {
+      key = KernelCache::key({"kiln-kernel-v1", compilerVersion(), target.str(),
+                              std::to_string(warps), m.options.cuda_path, m.print()});
+      if (auto hit = KernelCache::load(key)) {
+        m.ir = std::move(*hit);
+        m.fromCache = true;
+        m.gpu = std::make_unique<GpuExecutable>(m.ir[Stage::Ptx], m.traced->name, warps * 32);
+        m.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+        return;
+      }
+    }
+    m.runStage("kiln cleanup", buildKilnCleanupPipeline);
+    m.record(Stage::Kiln, m.print());
     m.runStage("kiln to gpu", [&](OpPassManager &pm) { buildGpuKilnToGpuPipeline(pm, warps); });
     m.record(Stage::Lowered, m.print());
     m.runStage("gpu to NVVM", buildGpuToNVVMPipeline);
@@ -104,11 +141,15 @@ CompiledKernel::CompiledKernel(TracedModulePtr traced, const Target &target,
     }
     m.record(Stage::LLVMIR, std::move(llvmIR));
     m.record(Stage::Ptx, ptx);
+    if (!key.empty())
+      KernelCache::store(key, m.ir);
     m.gpu = std::make_unique<GpuExecutable>(std::move(ptx), m.traced->name, warps * 32);
     m.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     return;
   }
 
+  m.runStage("kiln cleanup", buildKilnCleanupPipeline);
+  m.record(Stage::Kiln, m.print());
   m.runStage("kiln to standard dialects", buildCpuKilnToStandardPipeline);
   m.record(Stage::Lowered, m.print());
   m.runStage("standard dialects to LLVM", buildCpuStandardToLLVMPipeline);
@@ -129,6 +170,7 @@ const std::string &CompiledKernel::name() const { return impl_->traced->name; }
 const Target &CompiledKernel::target() const { return impl_->target; }
 std::span<const Param> CompiledKernel::params() const { return impl_->traced->params; }
 double CompiledKernel::compile_seconds() const { return impl_->seconds; }
+bool CompiledKernel::from_cache() const { return impl_->fromCache; }
 
 const std::string &CompiledKernel::ir(Stage stage) const {
   auto it = impl_->ir.find(stage);

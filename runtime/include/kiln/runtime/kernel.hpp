@@ -60,6 +60,9 @@ struct CompileOptions {
   int num_warps = 4;
   /// CUDA toolkit (for libdevice); also KILN_CUDA_PATH.
   std::string cuda_path = "/usr/local/cuda";
+  /// Reuse and fill the on-disk kernel cache (CUDA targets; see KILN_CACHE_DIR,
+  /// KILN_CACHE=0).
+  bool use_cache = true;
 };
 
 /// Grid of programs; every axis at least 1.
@@ -120,6 +123,8 @@ public:
   const std::string &ir(Stage stage) const;
   /// Seconds spent compiling (tracing excluded).
   double compile_seconds() const;
+  /// True when the compiled stages came from the on-disk kernel cache.
+  bool from_cache() const;
 
   /// Launch with type-erased arguments; every mismatch throws Error.
   void launch(const Grid &grid, std::span<const KernelArg> args) const;

@@ -1,0 +1,80 @@
+//===- test_cache.cpp - the on-disk kernel cache --------------------------===//
+#include <doctest/doctest.h>
+
+#include "kiln/kiln.hpp"
+#include "kiln/ops/softmax.hpp"
+
+#include <cstdlib>
+#include <filesystem>
+#include <thread>
+#include <unistd.h>
+
+using namespace kiln;
+namespace fs = std::filesystem;
+
+namespace {
+struct TempCache {
+  fs::path dir = fs::temp_directory_path() / ("kiln-cache-test-" + std::to_string(::getpid()));
+  TempCache() {
+    fs::remove_all(dir);
+    ::setenv("KILN_CACHE_DIR", dir.c_str(), 1);
+  }
+  ~TempCache() {
+    ::unsetenv("KILN_CACHE_DIR");
+    fs::remove_all(dir);
+  }
+  int entries() const {
+    int n = 0;
+    if (fs::exists(dir))
+      for (auto &e : fs::directory_iterator(dir))
+        n += e.is_directory() && e.path().filename().string().rfind("tmp-", 0) != 0;
+    return n;
+  }
+};
+using Cached = ops::Softmax<f16, 256>;
+} // namespace
+
+TEST_CASE("the second compilation of a kernel is a cache hit with the same PTX") {
+  TempCache cache;
+  auto first = compile<Cached>(Target::cuda("sm_90a"));
+  CHECK_FALSE(first.from_cache());
+  CHECK(cache.entries() == 1);
+  auto second = compile<Cached>(Target::cuda("sm_90a"));
+  CHECK(second.from_cache());
+  CHECK(second.ir(Stage::Ptx) == first.ir(Stage::Ptx));
+  CHECK(second.ir(Stage::Kiln) == first.ir(Stage::Kiln));
+  MESSAGE("cold compile " << first.compile_seconds() * 1e3 << " ms, warm " << second.compile_seconds() * 1e3 << " ms");
+}
+
+TEST_CASE("the key covers target and options") {
+  TempCache cache;
+  compile<Cached>(Target::cuda("sm_90a"));
+  CHECK_FALSE(compile<Cached>(Target::cuda("sm_80")).from_cache());
+  CompileOptions eight;
+  eight.num_warps = 8;
+  CHECK_FALSE(compile<Cached>(Target::cuda("sm_90a"), eight).from_cache());
+  CompileOptions off;
+  off.use_cache = false;
+  CHECK_FALSE(compile<Cached>(Target::cuda("sm_90a"), off).from_cache());
+  CHECK(cache.entries() == 3);
+}
+
+TEST_CASE("concurrent compilations of one kernel publish one complete entry") {
+  TempCache cache;
+  std::vector<std::thread> threads;
+  std::vector<std::string> ptx(4);
+  for (int i = 0; i < 4; ++i)
+    threads.emplace_back([&, i] { ptx[i] = compile<Cached>(Target::cuda("sm_90a")).ir(Stage::Ptx); });
+  for (auto &t : threads)
+    t.join();
+  for (auto &p : ptx)
+    CHECK(p == ptx[0]);
+  CHECK(cache.entries() == 1);
+  CHECK(compile<Cached>(Target::cuda("sm_90a")).from_cache());
+}
+
+TEST_CASE("an unwritable cache folder is skipped, not an error") {
+  ::setenv("KILN_CACHE_DIR", "/proc/kiln-cannot-write-here", 1);
+  CHECK_NOTHROW(compile<Cached>(Target::cuda("sm_90a")));
+  ::unsetenv("KILN_CACHE_DIR");
+}
