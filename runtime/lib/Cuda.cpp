@@ -158,8 +158,12 @@ void memset_device(void *dst, int byte, std::size_t bytes) {
         "cuMemsetD8");
 }
 
-double time_ms(const std::function<void()> &fn, int reps, int warmup) {
+double time_ms(const std::function<void()> &fn, int reps, int warmup, bool flush_l2) {
   Driver &d = ready();
+  static void *flush = nullptr;
+  constexpr std::size_t kFlushBytes = 256u << 20;
+  if (flush_l2 && !flush)
+    flush = malloc_device(kFlushBytes);
   for (int i = 0; i < warmup; ++i)
     fn();
   CUevent start, stop;
@@ -167,6 +171,8 @@ double time_ms(const std::function<void()> &fn, int reps, int warmup) {
   check(d.cuEventCreate(&stop, 0), "cuEventCreate");
   std::vector<double> times;
   for (int i = 0; i < reps; ++i) {
+    if (flush_l2)
+      memset_device(flush, i & 0xff, kFlushBytes);
     check(d.cuEventRecord(start, nullptr), "cuEventRecord");
     fn();
     check(d.cuEventRecord(stop, nullptr), "cuEventRecord");

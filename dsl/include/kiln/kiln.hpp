@@ -55,6 +55,7 @@ template <class K> class Kernel : public CompiledKernel {
   using Sig = detail::Signature<decltype(&K::operator())>;
 
 public:
+  using kernel_type = K;
   using CompiledKernel::CompiledKernel;
   using CompiledKernel::launch;
 

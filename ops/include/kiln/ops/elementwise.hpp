@@ -6,7 +6,8 @@
 namespace kiln::ops {
 
 /// out[i] = x[i] + y[i] for i < n. Grid: ceil_div(n, BLOCK).
-template <class T, int BLOCK> struct VecAdd {
+template <class T, int BLOCK_> struct VecAdd {
+  static constexpr int BLOCK = BLOCK_;
   void operator()(Ptr<T> x, Ptr<T> y, Ptr<T> out, I32 n) const {
     auto offs = program_id(0) * BLOCK + arange<BLOCK>(); // (BLOCK)
     auto mask = offs < n;

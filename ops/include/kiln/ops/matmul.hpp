@@ -25,7 +25,8 @@ Tile<f32, BM, BN> matmul_tile(Ptr<T> a, Ptr<T> b, I32 M, I32 N, I32 K, I32 lda, 
 } // namespace detail
 
 /// C(M, N) = A(M, K) @ B(K, N), f32 accumulation. Grid: (cdiv(M, BM), cdiv(N, BN)).
-template <class T, int BM, int BN, int BK> struct Matmul {
+template <class T, int BM_, int BN_, int BK_> struct Matmul {
+  static constexpr int BM = BM_, BN = BN_, BK = BK_;
   void operator()(Ptr<T> a, Ptr<T> b, Ptr<T> c, I32 M, I32 N, I32 K, I32 lda, I32 ldb,
                   I32 ldc) const {
     auto rm = program_id(0) * BM + arange<BM>();
@@ -37,7 +38,8 @@ template <class T, int BM, int BN, int BK> struct Matmul {
 };
 
 /// C = gelu_tanh(A @ B + bias), with bias (N) and the epilogue fused.
-template <class T, int BM, int BN, int BK> struct MatmulBiasGelu {
+template <class T, int BM_, int BN_, int BK_> struct MatmulBiasGelu {
+  static constexpr int BM = BM_, BN = BN_, BK = BK_;
   void operator()(Ptr<T> a, Ptr<T> b, Ptr<T> bias, Ptr<T> c, I32 M, I32 N, I32 K, I32 lda,
                   I32 ldb, I32 ldc) const {
     auto rm = program_id(0) * BM + arange<BM>();

@@ -53,7 +53,10 @@ private:
   T *p_;
 };
 
-/// Times `fn` (which launches work) with CUDA events: median milliseconds of `reps` runs.
-double time_ms(const std::function<void()> &fn, int reps = 20, int warmup = 3);
+/// Times `fn` (which launches work) with CUDA events: median milliseconds of
+/// `reps` runs. With `flush_l2`, a 256 MiB buffer is overwritten before every
+/// run (outside the timed region) so that no run finds its data in L2.
+double time_ms(const std::function<void()> &fn, int reps = 20, int warmup = 3,
+               bool flush_l2 = false);
 
 } // namespace kiln::cuda

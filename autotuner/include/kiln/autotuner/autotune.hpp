@@ -1,0 +1,102 @@
+//===- autotune.hpp - pick the fastest kernel configuration ---------------===//
+//
+//   auto tuned = kiln::autotune<ops::Matmul<f16, 64, 64, 32>, ops::Matmul<f16, 128, 64, 32>>(
+//       Target::cuda("sm_90a"), "matmul f16 M=4096 N=4096 K=4096", {4, 8},
+//       [&](const auto &k) {
+//         using K = typename std::decay_t<decltype(k)>::kernel_type;
+//         k.launch(Grid(ceil_div(M, K::BM), ceil_div(N, K::BN)), a, b, c, M, N, K_, K_, N, N);
+//       });
+//   tuned.run();   // launches the winner
+//
+// Candidates are the listed kernel types times the num_warps values. They are
+// compiled in parallel on host threads; each is timed (CUDA events with the L2
+// flushed between runs, or wall clock on the CPU); a candidate that fails to
+// compile or launch scores +inf and never aborts tuning. The winner is
+// persisted per (candidates, key, target, compiler) and reused by later runs,
+// which then compile only the winner.
+//
+//===----------------------------------------------------------------------===//
+#pragma once
+
+#include "kiln/kiln.hpp"
+
+#include <functional>
+#include <limits>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace kiln {
+
+/// One tuning candidate, type-erased.
+struct TuneCandidate {
+  std::string label;                                          ///< "Matmul_f16_64_64_32/w4"
+  std::function<std::unique_ptr<CompiledKernel>()> compile;   ///< may throw Error
+  std::function<void(const CompiledKernel &)> run;           ///< launches once
+};
+
+struct TuneResult {
+  std::string label;
+  double ms = std::numeric_limits<double>::infinity(); ///< +inf: failed (see error)
+  std::string error;
+};
+
+/// The outcome of tuning: the winning kernel and how to launch it.
+class Tuned {
+public:
+  const CompiledKernel &kernel() const { return *kernel_; }
+  const std::string &label() const { return label_; }
+  /// Launch the winner (with the launch function given to autotune).
+  void run() const { run_(*kernel_); }
+  /// Every candidate's time, when this call tuned (empty when the winner came from disk).
+  const std::vector<TuneResult> &results() const { return results_; }
+  bool from_disk() const { return from_disk_; }
+  double tuning_seconds() const { return seconds_; }
+
+private:
+  friend Tuned autotune_candidates(const std::string &, const Target &, const std::string &,
+                                   std::vector<TuneCandidate>, const std::function<bool(const std::string &)> &);
+  std::unique_ptr<CompiledKernel> kernel_;
+  std::function<void(const CompiledKernel &)> run_;
+  std::string label_;
+  std::vector<TuneResult> results_;
+  bool from_disk_ = false;
+  double seconds_ = 0;
+};
+
+/// Tune type-erased candidates. `prune(label)` returning true drops a candidate
+/// before compilation.
+Tuned autotune_candidates(const std::string &family, const Target &target, const std::string &key,
+                          std::vector<TuneCandidate> candidates,
+                          const std::function<bool(const std::string &)> &prune = {});
+
+/// Where winners are persisted: $KILN_CACHE_DIR/tuning (see KernelCache).
+std::string tuning_directory();
+
+/// Tune the kernel types `Ks...` times `num_warps` for problem `key`.
+template <class... Ks, class Launch>
+Tuned autotune(const Target &target, const std::string &key, std::vector<int> num_warps,
+               Launch launch, const std::function<bool(const std::string &)> &prune = {}) {
+  static_assert(sizeof...(Ks) > 0, "kiln::autotune: list at least one kernel type");
+  if (target.kind == Target::Kind::Cpu)
+    num_warps = {1}; // warps mean nothing on the CPU
+  std::vector<TuneCandidate> candidates;
+  std::string family;
+  auto add = [&]<class K>() {
+    std::string name = detail::kernel_name_from_type(typeid(K).name());
+    family += name + ";";
+    for (int w : num_warps) {
+      CompileOptions options;
+      options.num_warps = w;
+      candidates.push_back(TuneCandidate{
+          name + "/w" + std::to_string(w),
+          [target, options] { return std::make_unique<Kernel<K>>(compile<K>(target, options)); },
+          [launch](const CompiledKernel &k) { launch(static_cast<const Kernel<K> &>(k)); }});
+    }
+  };
+  (add.template operator()<Ks>(), ...);
+  return autotune_candidates(family, target, key, std::move(candidates), prune);
+}
+
+} // namespace kiln

@@ -1,0 +1,150 @@
+//===- Autotune.cpp - compile candidates in parallel, time, persist -------===//
+#include "kiln/autotuner/autotune.hpp"
+
+#include "kiln/runtime/cuda.hpp"
+#include "kiln/runtime/detail/kernel_cache.hpp"
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <random>
+#include <thread>
+#include <unistd.h>
+
+namespace fs = std::filesystem;
+
+namespace kiln {
+
+std::string tuning_directory() { return (fs::path(KernelCache::directory()) / "tuning").string(); }
+
+namespace {
+
+double seconds_since(std::chrono::steady_clock::time_point t) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
+}
+
+/// Median milliseconds of `fn` on the target: CUDA events with the L2 flushed
+/// before every run, or the wall clock on the CPU.
+double measure(const Target &target, const std::function<void()> &fn) {
+  if (target.kind == Target::Kind::Cuda)
+    return cuda::time_ms(fn, /*reps=*/10, /*warmup=*/2, /*flush_l2=*/true);
+  fn(); // warm-up
+  std::vector<double> times;
+  for (int i = 0; i < 5; ++i) {
+    auto t = std::chrono::steady_clock::now();
+    fn();
+    times.push_back(seconds_since(t) * 1e3);
+  }
+  std::sort(times.begin(), times.end());
+  return times[times.size() / 2];
+}
+
+std::optional<std::string> load_winner(const fs::path &file) {
+  std::ifstream in(file);
+  std::string label;
+  if (in && std::getline(in, label) && !label.empty())
+    return label;
+  return std::nullopt;
+}
+
+void store_winner(const fs::path &file, const std::string &label) {
+  std::error_code ec;
+  fs::create_directories(file.parent_path(), ec);
+  std::random_device rd;
+  fs::path tmp = file.string() + ".tmp-" + std::to_string(getpid()) + "-" + std::to_string(rd());
+  {
+    std::ofstream out(tmp);
+    out << label << "\n";
+    if (!out)
+      return;
+  }
+  fs::rename(tmp, file, ec); // atomic: readers see the old winner or the new one
+  if (ec)
+    fs::remove(tmp, ec);
+}
+
+} // namespace
+
+Tuned autotune_candidates(const std::string &family, const Target &target, const std::string &key,
+                          std::vector<TuneCandidate> candidates,
+                          const std::function<bool(const std::string &)> &prune) {
+  auto start = std::chrono::steady_clock::now();
+  if (prune)
+    std::erase_if(candidates, [&](const TuneCandidate &c) { return prune(c.label); });
+  if (candidates.empty())
+    throw Error("kiln::autotune: no candidates left for '" + key + "' after pruning");
+
+  std::string arch = target.kind == Target::Kind::Cuda ? cuda::device_arch() : "cpu";
+  fs::path file = fs::path(tuning_directory()) /
+                  (KernelCache::key({"kiln-tuning-v1", family, key, target.str(), arch}) + ".txt");
+
+  Tuned tuned;
+  // A persisted winner: compile (usually a kernel-cache hit) and use only it.
+  if (auto label = load_winner(file)) {
+    for (auto &c : candidates)
+      if (c.label == *label) {
+        try {
+          tuned.kernel_ = c.compile();
+          tuned.run_ = c.run;
+          tuned.label_ = c.label;
+          tuned.from_disk_ = true;
+          tuned.seconds_ = seconds_since(start);
+          return tuned;
+        } catch (const Error &) {
+          break; // stale entry: tune again
+        }
+      }
+  }
+
+  // Compile every candidate in parallel; failures score +inf.
+  std::vector<std::unique_ptr<CompiledKernel>> kernels(candidates.size());
+  std::vector<TuneResult> results(candidates.size());
+  {
+    std::vector<std::thread> workers;
+    unsigned limit = std::max(1u, std::thread::hardware_concurrency());
+    std::atomic<std::size_t> next{0};
+    for (unsigned w = 0; w < std::min<std::size_t>(limit, candidates.size()); ++w)
+      workers.emplace_back([&] {
+        for (std::size_t i; (i = next++) < candidates.size();) {
+          results[i].label = candidates[i].label;
+          try {
+            kernels[i] = candidates[i].compile();
+          } catch (const std::exception &e) {
+            results[i].error = e.what();
+          }
+        }
+      });
+    for (auto &t : workers)
+      t.join();
+  }
+  std::size_t best = candidates.size();
+  for (std::size_t i = 0; i < candidates.size(); ++i) {
+    if (!kernels[i])
+      continue;
+    try {
+      results[i].ms = measure(target, [&] { candidates[i].run(*kernels[i]); });
+    } catch (const std::exception &e) {
+      results[i].error = e.what();
+      continue;
+    }
+    if (best == candidates.size() || results[i].ms < results[best].ms)
+      best = i;
+  }
+  if (best == candidates.size()) {
+    std::string why;
+    for (auto &r : results)
+      why += "\n  " + r.label + ": " + r.error;
+    throw Error("kiln::autotune: every candidate for '" + key + "' failed:" + why);
+  }
+  store_winner(file, candidates[best].label);
+  tuned.kernel_ = std::move(kernels[best]);
+  tuned.run_ = candidates[best].run;
+  tuned.label_ = candidates[best].label;
+  tuned.results_ = std::move(results);
+  tuned.seconds_ = seconds_since(start);
+  return tuned;
+}
+
+} // namespace kiln
