@@ -45,4 +45,15 @@ for M, K, N in ((4096, 4096, 4096), (8192, 768, 3072)):
     bias = torch.randn(N, dtype=h, device="cuda")
     both(f"matmul/{M}x{K}x{N}", lambda A=A, B=B: A @ B, flops=2 * M * N * K)
     both(f"matmul_bias_gelu/{M}x{K}x{N}", lambda A=A, B=B, bias=bias: torch.nn.functional.gelu(A @ B + bias, approximate="tanh"), flops=2 * M * N * K)
+# Decode-like MLP: 32 distinct weight copies (together larger than L2), back to back.
+for M in (1, 64):
+    K, N, copies = 768, 3072, 32
+    x = torch.randn(M, K, dtype=h, device="cuda")
+    ws = [torch.randn(K, N, dtype=h, device="cuda") for _ in range(copies)]
+    bs = [torch.randn(N, dtype=h, device="cuda") for _ in range(copies)]
+    def mlp(x=x, ws=ws, bs=bs):
+        for w, b in zip(ws, bs):
+            torch.nn.functional.gelu(x @ w + b, approximate="tanh")
+    ms = time_ms(mlp) / copies
+    out[f"decode_mlp/{M}x{K}x{N}/eager"] = {"ms": ms, "GBps": K * N * 2 / (ms / 1e3) / 1e9}
 print(json.dumps(out, indent=1))

@@ -46,6 +46,16 @@ struct Driver {
   KILN_CU_FN(cuEventRecord, CUevent, CUstream)
   KILN_CU_FN(cuEventSynchronize, CUevent)
   KILN_CU_FN(cuEventElapsedTime, float *, CUevent, CUevent)
+  KILN_CU_FN(cuEventDestroy_v2, CUevent)
+  KILN_CU_FN(cuStreamCreate, CUstream *, unsigned)
+  KILN_CU_FN(cuStreamDestroy_v2, CUstream)
+  KILN_CU_FN(cuStreamSynchronize, CUstream)
+  KILN_CU_FN(cuStreamBeginCapture_v2, CUstream, int)
+  KILN_CU_FN(cuStreamEndCapture, CUstream, void **)
+  KILN_CU_FN(cuGraphInstantiateWithFlags, void **, void *, unsigned long long)
+  KILN_CU_FN(cuGraphLaunch, void *, CUstream)
+  KILN_CU_FN(cuGraphExecDestroy, void *)
+  KILN_CU_FN(cuGraphDestroy, void *)
 #undef KILN_CU_FN
 
   Driver() {
@@ -72,7 +82,14 @@ struct Driver {
     sym(cuMemcpyDtoH_v2, "cuMemcpyDtoH_v2"); sym(cuMemsetD8_v2, "cuMemsetD8_v2");
     sym(cuGetErrorString, "cuGetErrorString"); sym(cuEventCreate, "cuEventCreate");
     sym(cuEventRecord, "cuEventRecord"); sym(cuEventSynchronize, "cuEventSynchronize");
-    sym(cuEventElapsedTime, "cuEventElapsedTime");
+    sym(cuEventElapsedTime, "cuEventElapsedTime"); sym(cuEventDestroy_v2, "cuEventDestroy_v2");
+    sym(cuStreamCreate, "cuStreamCreate"); sym(cuStreamDestroy_v2, "cuStreamDestroy_v2");
+    sym(cuStreamSynchronize, "cuStreamSynchronize");
+    sym(cuStreamBeginCapture_v2, "cuStreamBeginCapture_v2");
+    sym(cuStreamEndCapture, "cuStreamEndCapture");
+    sym(cuGraphInstantiateWithFlags, "cuGraphInstantiateWithFlags");
+    sym(cuGraphLaunch, "cuGraphLaunch"); sym(cuGraphExecDestroy, "cuGraphExecDestroy");
+    sym(cuGraphDestroy, "cuGraphDestroy");
     if (!ok) {
       error = "the CUDA driver found is missing entry points kiln needs (too old?)";
       return;
@@ -173,17 +190,73 @@ double time_ms(const std::function<void()> &fn, int reps, int warmup, bool flush
   for (int i = 0; i < reps; ++i) {
     if (flush_l2)
       memset_device(flush, i & 0xff, kFlushBytes);
-    check(d.cuEventRecord(start, nullptr), "cuEventRecord");
+    check(d.cuEventRecord(start, current_stream()), "cuEventRecord");
     fn();
-    check(d.cuEventRecord(stop, nullptr), "cuEventRecord");
+    check(d.cuEventRecord(stop, current_stream()), "cuEventRecord");
     check(d.cuEventSynchronize(stop), "cuEventSynchronize");
     float ms = 0;
     check(d.cuEventElapsedTime(&ms, start, stop), "cuEventElapsedTime");
     times.push_back(ms);
   }
+  d.cuEventDestroy_v2(start);
+  d.cuEventDestroy_v2(stop);
   std::sort(times.begin(), times.end());
   return times[times.size() / 2];
 }
+
+namespace {
+thread_local void *tls_stream = nullptr;
+thread_local int tls_captured = 0;
+} // namespace
+
+void *current_stream() { return tls_stream; }
+
+Stream::Stream() { check(ready().cuStreamCreate(&s_, 0), "cuStreamCreate"); }
+Stream::~Stream() {
+  if (s_ && driver().error.empty())
+    driver().cuStreamDestroy_v2(s_);
+}
+void Stream::synchronize() { check(ready().cuStreamSynchronize(s_), "cuStreamSynchronize"); }
+
+StreamScope::StreamScope(Stream &s) : previous_(tls_stream) { tls_stream = s.handle(); }
+StreamScope::~StreamScope() { tls_stream = previous_; }
+
+Graph Graph::capture(Stream &stream, const std::function<void()> &body) {
+  Driver &d = ready();
+  Graph g;
+  StreamScope scope(stream);
+  check(d.cuStreamBeginCapture_v2(stream.handle(), /*CU_STREAM_CAPTURE_MODE_THREAD_LOCAL=*/1),
+        "cuStreamBeginCapture");
+  int before = tls_captured;
+  try {
+    body();
+  } catch (...) {
+    void *partial = nullptr;
+    d.cuStreamEndCapture(stream.handle(), &partial);
+    if (partial)
+      d.cuGraphDestroy(partial);
+    throw;
+  }
+  g.launches_ = tls_captured - before;
+  check(d.cuStreamEndCapture(stream.handle(), &g.graph_), "cuStreamEndCapture");
+  check(d.cuGraphInstantiateWithFlags(&g.exec_, g.graph_, 0), "cuGraphInstantiate");
+  return g;
+}
+
+Graph::~Graph() {
+  if (!driver().error.empty())
+    return;
+  if (exec_)
+    driver().cuGraphExecDestroy(exec_);
+  if (graph_)
+    driver().cuGraphDestroy(graph_);
+}
+
+void Graph::replay(Stream &stream) const {
+  check(ready().cuGraphLaunch(exec_, stream.handle()), "cuGraphLaunch");
+}
+
+void note_launch() { ++tls_captured; }
 
 } // namespace kiln::cuda
 
@@ -242,8 +315,9 @@ void GpuExecutable::launch(const Grid &grid, std::span<const Param> params,
     ptrs[i] = &s;
   }
   cuda::check(d.cuLaunchKernel(state_->function, grid.x, grid.y, grid.z, unsigned(threads_), 1, 1,
-                               0, nullptr, ptrs.data(), nullptr),
+                               0, cuda::current_stream(), ptrs.data(), nullptr),
               "cuLaunchKernel");
+  cuda::note_launch();
 }
 
 } // namespace kiln

@@ -53,6 +53,53 @@ private:
   T *p_;
 };
 
+/// A CUDA stream. While a `StreamScope` for it is alive, kernel launches on
+/// this thread go to it.
+class Stream {
+public:
+  Stream();
+  ~Stream();
+  Stream(const Stream &) = delete;
+  Stream &operator=(const Stream &) = delete;
+  void synchronize();
+  void *handle() const { return s_; }
+
+private:
+  void *s_ = nullptr;
+};
+
+class StreamScope {
+public:
+  explicit StreamScope(Stream &s);
+  ~StreamScope();
+
+private:
+  void *previous_;
+};
+
+/// The stream launches on this thread currently go to (null: the default stream).
+void *current_stream();
+
+/// A sequence of kernel launches captured once and replayed with one call:
+/// what makes many small launches (a decode step) cheap.
+class Graph {
+public:
+  /// Captures every launch `body` makes (on `stream`); nothing runs yet.
+  static Graph capture(Stream &stream, const std::function<void()> &body);
+  Graph(Graph &&o) noexcept : graph_(o.graph_), exec_(o.exec_), launches_(o.launches_) {
+    o.graph_ = o.exec_ = nullptr;
+  }
+  ~Graph();
+  void replay(Stream &stream) const;
+  /// Kernel launches captured.
+  int launches() const { return launches_; }
+
+private:
+  Graph() = default;
+  void *graph_ = nullptr, *exec_ = nullptr;
+  int launches_ = 0;
+};
+
 /// Times `fn` (which launches work) with CUDA events: median milliseconds of
 /// `reps` runs. With `flush_l2`, a 256 MiB buffer is overwritten before every
 /// run (outside the timed region) so that no run finds its data in L2.
