@@ -360,22 +360,49 @@ private:
     return v;
   }
   /// Writes every element this thread holds of `v` at its flat index; returns bytes used.
-  int64_t spill(Value v, int64_t base) {
+  /// Index of element (row, col) of a (rows, cols) 16-bit matrix in shared
+  /// memory with its 16-byte chunks XOR-swizzled by the row, so that the eight
+  /// rows an ldmatrix reads fall in different banks.
+  Value swizzled(Value row, Value col, int64_t cols) {
+    int64_t chunks = cols / 8;
+    int64_t mask = std::min<int64_t>(chunks, 8) - 1;
+    Value chunk = arith::DivUIOp::create(b, loc, col, i32(8));
+    Value within = arith::RemUIOp::create(b, loc, col, i32(8));
+    Value perm = arith::XOrIOp::create(b, loc, chunk, arith::AndIOp::create(b, loc, row, i32(mask)));
+    return arith::AddIOp::create(
+        b, loc, arith::MulIOp::create(b, loc, row, i32(cols)),
+        arith::AddIOp::create(b, loc, arith::MulIOp::create(b, loc, perm, i32(8)), within));
+  }
+  static bool swizzlable(int64_t cols) {
+    return cols % 8 == 0 && llvm::isPowerOf2_64(uint64_t(cols / 8));
+  }
+
+  /// Writes every element this thread holds of `v` at its flat index (for
+  /// `swizzle`, at its swizzled index: 2-D 16-bit tiles); returns bytes used.
+  int64_t spill(Value v, int64_t base, bool swizzle = false) {
     auto tile = cast<RankedTensorType>(v.getType());
     Type stored = storageType(tile.getElementType());
     Layout l = layoutOf(tile);
     SmallVector<Value> vs = get(v);
     int64_t width = vectorWidth(l, stored);
+    int64_t cols = tile.getShape().back();
+    auto index = [&](int64_t j) -> Value {
+      Value flat = flatIndex(l, j);
+      if (!swizzle)
+        return flat;
+      return swizzled(arith::DivUIOp::create(b, loc, flat, i32(cols)),
+                      arith::RemUIOp::create(b, loc, flat, i32(cols)), cols);
+    };
     for (int64_t j = 0; j < l.perThread; j += width) {
       if (width == 1) {
-        storeSmem(base, flatIndex(l, j), pick(vs, j));
+        storeSmem(base, index(j), pick(vs, j));
         continue;
       }
       SmallVector<Value> part;
       for (int64_t k = 0; k < width; ++k)
         part.push_back(pick(vs, j + k));
       Value vec = pack(part);
-      LLVM::StoreOp::create(b, loc, vec, smemAddr(base, flatIndex(l, j), stored),
+      LLVM::StoreOp::create(b, loc, vec, smemAddr(base, index(j), stored),
                             width * byteSize(stored));
     }
     return tile.getNumElements() * std::max<int64_t>(byteSize(stored), 1);
@@ -991,9 +1018,13 @@ private:
     int64_t K = at.getDimSize(1), N = bt.getDimSize(1);
     Type in = at.getElementType();
     SmallVector<Value> acc = toMma(dot.getAcc(), m);
-    int64_t aBytes = spill(dot.getA(), 0);
+    // ldmatrix needs swizzlable rows (a power-of-two number of 16-byte chunks)
+    // and whole 8x8 matrices per lane group.
+    int64_t layoutVecA = layoutOf(at).vec, layoutVecB = layoutOf(bt).vec;
+    bool useLdmatrix = swizzlable(K) && swizzlable(N) && layoutVecA >= 1 && layoutVecB >= 1;
+    int64_t aBytes = spill(dot.getA(), 0, useLdmatrix);
     int64_t bBase = (aBytes + 15) / 16 * 16;
-    reserveSmem(bBase + spill(dot.getB(), bBase));
+    reserveSmem(bBase + spill(dot.getB(), bBase, useLdmatrix));
     barrier();
     MLIRContext *ctx = b.getContext();
     auto pair = VectorType::get({2}, in);
@@ -1003,11 +1034,15 @@ private:
     Value wc = arith::RemUIOp::create(b, loc, warp, i32(m.wn));
     Value groupRow = arith::DivUIOp::create(b, loc, lane, i32(4));                  // lane / 4
     Value pairCol = arith::MulIOp::create(b, loc, arith::RemUIOp::create(b, loc, lane, i32(4)), i32(2));
-    Value rowBase = arith::AddIOp::create(b, loc, arith::MulIOp::create(b, loc, wr, i32(m.M / m.wm)), groupRow);
-    Value colBase = arith::AddIOp::create(b, loc, arith::MulIOp::create(b, loc, wc, i32(m.N / m.wn)), groupRow);
-    // NVVM takes bf16 fragments as i32 registers.
+    Value warpRow = arith::MulIOp::create(b, loc, wr, i32(m.M / m.wm));
+    Value warpCol = arith::MulIOp::create(b, loc, wc, i32(m.N / m.wn));
+    Value rowBase = arith::AddIOp::create(b, loc, warpRow, groupRow);
+    Value colBase = arith::AddIOp::create(b, loc, warpCol, groupRow);
+    // NVVM takes bf16 fragments as i32 registers and f16 ones as vector<2xf16>.
     auto operand = [&](Value v) -> Value {
-      return in.isBF16() ? Value(LLVM::BitcastOp::create(b, loc, b.getI32Type(), v)) : v;
+      if (in.isBF16())
+        return v.getType().isInteger(32) ? v : Value(LLVM::BitcastOp::create(b, loc, b.getI32Type(), v));
+      return isa<VectorType>(v.getType()) ? v : Value(LLVM::BitcastOp::create(b, loc, pair, v));
     };
     auto loadPairA = [&](Value row, Value k) -> Value { // A[row][k], A[row][k + 1]
       Value idx = arith::AddIOp::create(b, loc, arith::MulIOp::create(b, loc, row, i32(K)), k);
@@ -1020,20 +1055,80 @@ private:
       v = LLVM::InsertElementOp::create(b, loc, v, loadSmem(bBase, idx0, in), i32(0));
       return operand(LLVM::InsertElementOp::create(b, loc, v, loadSmem(bBase, idx1, in), i32(1)));
     };
+    // ldmatrix: lane l supplies the address of row (l % 8) of 8x8 matrix l / 8.
+    Value lane8 = arith::RemUIOp::create(b, loc, lane, i32(8));
+    Value quad = arith::DivUIOp::create(b, loc, lane, i32(8));
+    Value quadLo = arith::RemUIOp::create(b, loc, quad, i32(2)); // matrix index bit 0
+    Value quadHi = arith::DivUIOp::create(b, loc, quad, i32(2)); // matrix index bit 1
+    auto ldmatrix = [&](int64_t base, Value index, int num, bool trans) {
+      auto i32t = b.getI32Type();
+      SmallVector<Type> regs(num, i32t);
+      Type res = num == 1 ? Type(i32t) : Type(LLVM::LLVMStructType::getLiteral(ctx, regs));
+      Value r = NVVM::LdMatrixOp::create(
+          b, loc, res, smemAddr(base, index, in), b.getI32IntegerAttr(num),
+          NVVM::MMALayoutAttr::get(ctx, trans ? NVVM::MMALayout::col : NVVM::MMALayout::row),
+          NVVM::LdStMatrixShapeAttr::get(ctx, 8, 8),
+          NVVM::LdStMatrixEltTypeAttr::get(ctx, NVVM::LdStMatrixEltType::B16));
+      SmallVector<Value> out;
+      for (int i = 0; i < num; ++i)
+        out.push_back(operand(num == 1 ? r : Value(LLVM::ExtractValueOp::create(b, loc, r, ArrayRef<int64_t>{i}))));
+      return out;
+    };
+    // A (16x16 at rows r0.., k0..): matrices (rows 0-7 | 8-15) x (k 0-7 | 8-15), in
+    // the order of the mma A fragment.
+    auto ldmatrixA = [&](int64_t tm, int64_t k0) {
+      Value row = arith::AddIOp::create(b, loc, warpRow,
+                                        arith::AddIOp::create(b, loc, lane8,
+                                                              arith::MulIOp::create(b, loc, quadLo, i32(8))));
+      row = arith::AddIOp::create(b, loc, row, i32(tm * 16));
+      Value col = arith::AddIOp::create(b, loc, arith::MulIOp::create(b, loc, quadHi, i32(8)), i32(k0));
+      return ldmatrix(0, swizzled(row, col, K), 4, false);
+    };
+    // B (16 x 16 at k0.., n0..) transposed: matrices (k 0-7 | 8-15) x (n 0-7 | 8-15)
+    // give b0, b1 of two adjacent 8-column mma tiles.
+    auto ldmatrixB = [&](int64_t tn, int64_t k0) {
+      Value k = arith::AddIOp::create(b, loc, lane8,
+                                      arith::AddIOp::create(b, loc, arith::MulIOp::create(b, loc, quadLo, i32(8)), i32(k0)));
+      Value n = arith::AddIOp::create(b, loc, warpCol,
+                                      arith::AddIOp::create(b, loc, arith::MulIOp::create(b, loc, quadHi, i32(8)), i32(tn * 8)));
+      return ldmatrix(bBase, swizzled(k, n, N), 4, true);
+    };
+    bool pairsOfB = m.tilesN() % 2 == 0;
     NVVM::MMATypes ptxType = in.isF16() ? NVVM::MMATypes::f16 : NVVM::MMATypes::bf16;
     for (int64_t k0 = 0; k0 < K; k0 += 16) {
       Value kLo = arith::AddIOp::create(b, loc, pairCol, i32(k0));
       Value kHi = arith::AddIOp::create(b, loc, pairCol, i32(k0 + 8));
       SmallVector<SmallVector<Value>> bFrags;
-      for (int64_t tn = 0; tn < m.tilesN(); ++tn) {
-        Value n = arith::AddIOp::create(b, loc, colBase, i32(tn * 8));
-        bFrags.push_back({loadPairB(kLo, n), loadPairB(kHi, n)});
+      if (useLdmatrix && pairsOfB) {
+        for (int64_t tn = 0; tn < m.tilesN(); tn += 2) {
+          auto r = ldmatrixB(tn, k0);
+          bFrags.push_back({r[0], r[1]});
+          bFrags.push_back({r[2], r[3]});
+        }
+      } else {
+        for (int64_t tn = 0; tn < m.tilesN(); ++tn) {
+          Value n = arith::AddIOp::create(b, loc, colBase, i32(tn * 8));
+          auto idx = [&](Value k) { return useLdmatrix ? swizzled(k, n, N) : Value(); };
+          if (!useLdmatrix) {
+            bFrags.push_back({loadPairB(kLo, n), loadPairB(kHi, n)});
+            continue;
+          }
+          // Element loads through the swizzled layout.
+          auto pairAt = [&](Value k) -> Value {
+            Value v = LLVM::UndefOp::create(b, loc, pair);
+            v = LLVM::InsertElementOp::create(b, loc, v, loadSmem(bBase, idx(k), in), i32(0));
+            Value k1 = arith::AddIOp::create(b, loc, k, i32(1));
+            return operand(LLVM::InsertElementOp::create(b, loc, v, loadSmem(bBase, idx(k1), in), i32(1)));
+          };
+          bFrags.push_back({pairAt(kLo), pairAt(kHi)});
+        }
       }
       for (int64_t tm = 0; tm < m.tilesM(); ++tm) {
         Value r0 = arith::AddIOp::create(b, loc, rowBase, i32(tm * 16));
         Value r1 = arith::AddIOp::create(b, loc, rowBase, i32(tm * 16 + 8));
-        SmallVector<Value> aFrag{loadPairA(r0, kLo), loadPairA(r1, kLo), loadPairA(r0, kHi),
-                                 loadPairA(r1, kHi)};
+        SmallVector<Value> aFrag = useLdmatrix ? ldmatrixA(tm, k0)
+                                               : SmallVector<Value>{loadPairA(r0, kLo), loadPairA(r1, kLo),
+                                                                    loadPairA(r0, kHi), loadPairA(r1, kHi)};
         for (int64_t tn = 0; tn < m.tilesN(); ++tn) {
           int64_t base = (tm * m.tilesN() + tn) * 4;
           SmallVector<Value> c;

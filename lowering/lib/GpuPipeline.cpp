@@ -20,9 +20,10 @@ void add(OpPassManager &pm, const std::string &text) {
 }
 } // namespace
 
-void kiln::buildGpuKilnToGpuPipeline(OpPassManager &pm, int numWarps) {
+void kiln::buildGpuKilnToGpuPipeline(OpPassManager &pm, int numWarps, int numStages) {
   registerKilnPipelines();
-  add(pm, "convert-kiln-to-gpu{num-warps=" + std::to_string(numWarps) + "},canonicalize,cse");
+  add(pm, "kiln-pipeline-loads{num-stages=" + std::to_string(numStages) + "},canonicalize,cse," +
+              "convert-kiln-to-gpu{num-warps=" + std::to_string(numWarps) + "},canonicalize,cse");
 }
 
 void kiln::buildGpuToNVVMPipeline(OpPassManager &pm) {

@@ -117,7 +117,8 @@ CompiledKernel::CompiledKernel(TracedModulePtr traced, const Target &target,
     std::string key;
     if (m.options.use_cache && KernelCache::enabled()) {
       key = KernelCache::key({"kiln-kernel-v1", compilerVersion(), target.str(),
-                              std::to_string(warps), m.options.cuda_path, m.print()});
+                              std::to_string(warps), std::to_string(m.options.num_stages),
+                              m.options.cuda_path, m.print()});
       if (auto hit = KernelCache::load(key)) {
         m.ir = std::move(*hit);
         m.fromCache = true;
@@ -128,7 +129,11 @@ CompiledKernel::CompiledKernel(TracedModulePtr traced, const Target &target,
     }
     m.runStage("kiln cleanup", buildKilnCleanupPipeline);
     m.record(Stage::Kiln, m.print());
-    m.runStage("kiln to gpu", [&](OpPassManager &pm) { buildGpuKilnToGpuPipeline(pm, warps); });
+    int stages = m.options.num_stages;
+    if (stages < 1 || stages > 2)
+      throw Error("kiln: num_stages must be 1 or 2, got " + std::to_string(stages));
+    m.runStage("kiln to gpu",
+               [&](OpPassManager &pm) { buildGpuKilnToGpuPipeline(pm, warps, stages); });
     m.record(Stage::Lowered, m.print());
     m.runStage("gpu to NVVM", buildGpuToNVVMPipeline);
     m.record(Stage::LLVMDialect, m.print());

@@ -54,3 +54,29 @@ TEST_CASE("the autotuner picks a working matmul configuration on the GPU") {
     worst = std::max(worst, std::abs(double(float(c[i])) - want[i]));
   CHECK(worst < 2e-2);
 }
+
+TEST_CASE("tensor-core matmul over warp layouts with odd and even mma tile counts") {
+  // 16x32 tiles on 4 warps: each warp owns one 16x8 mma tile (odd count of B tiles);
+  // 64x64 on 4 warps: 2x4 mma tiles per warp (pairs of B tiles through ldmatrix.x4.trans).
+  const int M = 80, N = 96, K = 160;
+  std::vector<half> a(M * K), b(K * N);
+  for (int i = 0; i < M * K; ++i) a[i] = half(float((i * 7) % 13) / 13.f - 0.5f);
+  for (int i = 0; i < K * N; ++i) b[i] = half(float((i * 5) % 11) / 11.f - 0.5f);
+  auto want = ref::matmul(a, b, M, N, K);
+  cuda::DeviceBuffer<half> da(a), db(b);
+  auto run = [&](const auto &k, int bm, int bn) {
+    cuda::DeviceBuffer<half> dc(M * N);
+    k.launch(Grid(ceil_div(M, bm), ceil_div(N, bn)), da.data(), db.data(), dc.data(), M, N, K, K, N, N);
+    auto c = dc.download();
+    double worst = 0;
+    for (int i = 0; i < M * N; ++i)
+      worst = std::max(worst, std::abs(double(float(c[i])) - want[i]));
+    return worst;
+  };
+  Target t = Target::cuda(cuda::device_arch());
+  CHECK(run(compile<ops::Matmul<f16, 16, 32, 32>>(t), 16, 32) < 2e-2);
+  CHECK(run(compile<ops::Matmul<f16, 64, 64, 32>>(t), 64, 64) < 2e-2);
+  CompileOptions eight;
+  eight.num_warps = 8;
+  CHECK(run(compile<ops::Matmul<f16, 64, 64, 32>>(t, eight), 64, 64) < 2e-2);
+}

@@ -55,6 +55,9 @@ TEST_CASE("matmul") {
   check_kernel<ops::Matmul<f16, 64, 64, 32>>("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32");
   check_kernel<ops::Matmul<bf16, 64, 64, 32>>("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32");
   check_kernel<ops::MatmulBiasGelu<f16, 64, 64, 32>>("mma.sync.aligned.m16n8k16");
+  // Fragments come from swizzled shared memory through ldmatrix (B transposed).
+  check_kernel<ops::Matmul<f16, 64, 64, 32>>("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16");
+  check_kernel<ops::Matmul<f16, 64, 64, 32>>("ldmatrix.sync.aligned.m8n8.x4.shared.b16");
   check_kernel<ops::Matmul<f32, 32, 32, 16>>("fma.rn.f32");
 }
 TEST_CASE("unknown architectures are rejected") {

@@ -1,14 +1,15 @@
 //===- autotune.hpp - pick the fastest kernel configuration ---------------===//
 //
 //   auto tuned = kiln::autotune<ops::Matmul<f16, 64, 64, 32>, ops::Matmul<f16, 128, 64, 32>>(
-//       Target::cuda("sm_90a"), "matmul f16 M=4096 N=4096 K=4096", {4, 8},
+//       Target::cuda("sm_90a"), "matmul f16 M=4096 N=4096 K=4096", {{4, 8}, {1, 2}},
 //       [&](const auto &k) {
 //         using K = typename std::decay_t<decltype(k)>::kernel_type;
 //         k.launch(Grid(ceil_div(M, K::BM), ceil_div(N, K::BN)), a, b, c, M, N, K_, K_, N, N);
 //       });
 //   tuned.run();   // launches the winner
 //
-// Candidates are the listed kernel types times the num_warps values. They are
+// Candidates are the listed kernel types times the num_warps and num_stages
+// values (a TuneSpace; a plain `{4, 8}` lists warps). They are
 // compiled in parallel on host threads; each is timed (CUDA events with the L2
 // flushed between runs, or wall clock on the CPU); a candidate that fails to
 // compile or launch scores +inf and never aborts tuning. The winner is
@@ -74,26 +75,42 @@ Tuned autotune_candidates(const std::string &family, const Target &target, const
 /// Where winners are persisted: $KILN_CACHE_DIR/tuning (see KernelCache).
 std::string tuning_directory();
 
-/// Tune the kernel types `Ks...` times `num_warps` for problem `key`.
+/// The compile options to try for every kernel type.
+struct TuneSpace {
+  std::vector<int> num_warps{4};
+  std::vector<int> num_stages{2};
+  TuneSpace() = default;
+  /// `{4, 8}` lists warp counts.
+  TuneSpace(std::initializer_list<int> warps) : num_warps(warps) {}
+  TuneSpace(std::vector<int> warps, std::vector<int> stages)
+      : num_warps(std::move(warps)), num_stages(std::move(stages)) {}
+};
+
+/// Tune the kernel types `Ks...` times the options of `space` for problem `key`.
 template <class... Ks, class Launch>
-Tuned autotune(const Target &target, const std::string &key, std::vector<int> num_warps,
-               Launch launch, const std::function<bool(const std::string &)> &prune = {}) {
+Tuned autotune(const Target &target, const std::string &key, TuneSpace space, Launch launch,
+               const std::function<bool(const std::string &)> &prune = {}) {
   static_assert(sizeof...(Ks) > 0, "kiln::autotune: list at least one kernel type");
   if (target.kind == Target::Kind::Cpu)
-    num_warps = {1}; // warps mean nothing on the CPU
+    space = TuneSpace({1}, {2}); // warps and stages mean nothing on the CPU
   std::vector<TuneCandidate> candidates;
   std::string family;
   auto add = [&]<class K>() {
     std::string name = detail::kernel_name_from_type(typeid(K).name());
     family += name + ";";
-    for (int w : num_warps) {
-      CompileOptions options;
-      options.num_warps = w;
-      candidates.push_back(TuneCandidate{
-          name + "/w" + std::to_string(w),
-          [target, options] { return std::make_unique<Kernel<K>>(compile<K>(target, options)); },
-          [launch](const CompiledKernel &k) { launch(static_cast<const Kernel<K> &>(k)); }});
-    }
+    for (int w : space.num_warps)
+      for (int st : space.num_stages) {
+        CompileOptions options;
+        options.num_warps = w;
+        options.num_stages = st;
+        std::string label = name + "/w" + std::to_string(w);
+        if (space.num_stages.size() > 1)
+          label += "/s" + std::to_string(st);
+        candidates.push_back(TuneCandidate{
+            label,
+            [target, options] { return std::make_unique<Kernel<K>>(compile<K>(target, options)); },
+            [launch](const CompiledKernel &k) { launch(static_cast<const Kernel<K> &>(k)); }});
+      }
   };
   (add.template operator()<Ks>(), ...);
   return autotune_candidates(family, target, key, std::move(candidates), prune);

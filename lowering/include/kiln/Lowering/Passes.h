@@ -52,7 +52,7 @@ void buildCpuKilnToStandardPipeline(mlir::OpPassManager &pm);
 void buildCpuStandardToLLVMPipeline(mlir::OpPassManager &pm);
 
 /// kiln (cleaned) -> gpu.module with scalar code per thread.
-void buildGpuKilnToGpuPipeline(mlir::OpPassManager &pm, int numWarps);
+void buildGpuKilnToGpuPipeline(mlir::OpPassManager &pm, int numWarps, int numStages = 2);
 /// gpu.module -> NVVM / LLVM dialect.
 void buildGpuToNVVMPipeline(mlir::OpPassManager &pm);
 /// Serializes the (NVVM-lowered) gpu.module of `module` to PTX for `chip`

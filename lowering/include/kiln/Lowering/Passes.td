@@ -57,6 +57,42 @@ def ConvertKilnToCpu : Pass<"convert-kiln-to-cpu", "mlir::ModuleOp"> {
                            "::mlir::LLVM::LLVMDialect", "::mlir::math::MathDialect"];
 }
 
+def KilnPipelineLoads : Pass<"kiln-pipeline-loads", "mlir::ModuleOp"> {
+  let summary = "Issue the global loads of the next loop iteration before this one's work";
+  let description = [{
+    Software pipelining with a register stage: every `kiln.load` in an
+    `scf.for` body whose addresses depend only on the induction variable and
+    loop-invariant values is hoisted one iteration ahead. The first
+    iteration's loads move before the loop, each iteration loads the tiles of
+    the next (guarded by `iv + step < ub`, so nothing past the loop is read)
+    and carries them as iteration arguments. On the GPU the load latency then
+    overlaps the current iteration's shared-memory and tensor-core work.
+
+    Before:
+    ```mlir
+    scf.for %k = %lb to %ub step %s iter_args(%acc = %0) {
+      %p = kiln.addptr %base, %k ...
+      %a = kiln.load %p, %m ...
+      %d = kiln.dot %a, ..., %acc
+      scf.yield %d
+    }
+    ```
+    After:
+    ```mlir
+    %a0 = kiln.load (%p at %lb), (%m and %lb < %ub) ...
+    scf.for %k = %lb to %ub step %s iter_args(%acc = %0, %a = %a0) {
+      %a1 = kiln.load (%p at %k + %s), (%m and %k + %s < %ub) ...
+      %d = kiln.dot %a, ..., %acc
+      scf.yield %d, %a1
+    }
+    ```
+  }];
+  let options = [Option<"numStages", "num-stages", "int", "2",
+                        "1 disables the pass; 2 prefetches one iteration ahead">];
+  let dependentDialects = ["::kiln::KilnDialect", "::mlir::scf::SCFDialect",
+                           "::mlir::arith::ArithDialect"];
+}
+
 def ConvertKilnToGpu : Pass<"convert-kiln-to-gpu", "mlir::ModuleOp"> {
   let summary = "Distribute kiln tiles over the threads of a CTA and emit a gpu.func";
   let description = [{

@@ -58,6 +58,9 @@ struct CompileOptions {
   int opt_level = 2;
   /// Warps per program on CUDA targets.
   int num_warps = 4;
+  /// Software-pipelining depth of loops on CUDA targets (1: off, 2: the loads
+  /// of the next iteration are issued before this iteration's work).
+  int num_stages = 2;
   /// CUDA toolkit (for libdevice); also KILN_CUDA_PATH.
   std::string cuda_path = "/usr/local/cuda";
   /// Reuse and fill the on-disk kernel cache (CUDA targets; see KILN_CACHE_DIR,
