@@ -39,18 +39,42 @@ func.func @test_prefetch(%a: !kiln.ptr<f16>, %K: i32) -> tensor<16x16xf32> {
 
 // A load whose address depends on a loop-carried value cannot be issued early.
 // CHECK-LABEL: func.func @test_not_carried_address
+// CHECK-NOT: kiln.load
 // CHECK: scf.for
 // CHECK: kiln.load
+// CHECK: kiln.dot
 // CHECK: scf.yield
-func.func @test_not_carried_address(%a: !kiln.ptr<f32>, %n: i32) -> f32 {
+func.func @test_not_carried_address(%a: !kiln.ptr<f16>, %n: i32) -> tensor<16x16xf32> {
+  %c0 = arith.constant 0 : i32
+  %c1 = arith.constant 1 : i32
+  %zero = arith.constant dense<0.0> : tensor<16x16xf32>
+  %pa = kiln.splat %a : tensor<16x16x!kiln.ptr<f16>>
+  %r:2 = scf.for %k = %c0 to %n step %c1 iter_args(%p = %pa, %acc = %zero) -> (tensor<16x16x!kiln.ptr<f16>>, tensor<16x16xf32>) : i32 {
+    %v = kiln.load %p : tensor<16x16x!kiln.ptr<f16>>
+    %d = kiln.dot %v, %v, %acc : tensor<16x16xf16>, tensor<16x16xf16> -> tensor<16x16xf32>
+    %ones = arith.constant dense<1> : tensor<16x16xi32>
+    %q = kiln.addptr %p, %ones : tensor<16x16x!kiln.ptr<f16>>, tensor<16x16xi32>
+    scf.yield %q, %d : tensor<16x16x!kiln.ptr<f16>>, tensor<16x16xf32>
+  }
+  return %r#1 : tensor<16x16xf32>
+}
+
+// -----
+
+// Streaming loops (no dot) are left alone.
+// CHECK-LABEL: func.func @test_not_streaming
+// CHECK-NOT: kiln.load
+// CHECK: scf.for
+// CHECK: kiln.load
+func.func @test_not_streaming(%a: !kiln.ptr<f32>, %n: i32) -> f32 {
   %c0 = arith.constant 0 : i32
   %c1 = arith.constant 1 : i32
   %z = arith.constant 0.0 : f32
-  %r:2 = scf.for %k = %c0 to %n step %c1 iter_args(%p = %a, %s = %z) -> (!kiln.ptr<f32>, f32) : i32 {
+  %r = scf.for %k = %c0 to %n step %c1 iter_args(%s = %z) -> (f32) : i32 {
+    %p = kiln.addptr %a, %k : !kiln.ptr<f32>, i32
     %v = kiln.load %p : !kiln.ptr<f32>
-    %q = kiln.addptr %p, %c1 : !kiln.ptr<f32>, i32
     %t = arith.addf %s, %v : f32
-    scf.yield %q, %t : !kiln.ptr<f32>, f32
+    scf.yield %t : f32
   }
-  return %r#1 : f32
+  return %r : f32
 }

@@ -60,9 +60,11 @@ def ConvertKilnToCpu : Pass<"convert-kiln-to-cpu", "mlir::ModuleOp"> {
 def KilnPipelineLoads : Pass<"kiln-pipeline-loads", "mlir::ModuleOp"> {
   let summary = "Issue the global loads of the next loop iteration before this one's work";
   let description = [{
-    Software pipelining with a register stage: every `kiln.load` in an
-    `scf.for` body whose addresses depend only on the induction variable and
-    loop-invariant values is hoisted one iteration ahead. The first
+    Software pipelining with a register stage: in an `scf.for` whose body
+    has a `kiln.dot`, every `kiln.load` whose addresses depend only on the
+    induction variable and loop-invariant values is hoisted one iteration
+    ahead (streaming loops without a dot are left alone: there the extra
+    registers cost more than the overlap gains). The first
     iteration's loads move before the loop, each iteration loads the tiles of
     the next (guarded by `iv + step < ub`, so nothing past the loop is read)
     and carries them as iteration arguments. On the GPU the load latency then
