@@ -2,7 +2,7 @@
 //
 // Every lesson accepts:
 //   --ir=STAGES   comma-separated stages to print: kiln, lowered, llvm-dialect,
-//                 llvm, or all (default: kiln)
+//                 llvm, ptx (GPU targets), or all (default: kiln)
 //   --no-ir       print no IR
 //   --help
 // Unknown flags are an error (exit 2).
@@ -29,7 +29,7 @@ inline Options parse(int argc, char **argv, const char *what) {
   for (int i = 1; i < argc; ++i) {
     std::string_view a = argv[i];
     if (a == "--help" || a == "-h") {
-      std::printf("%s\n\nusage: %s [--ir=kiln,lowered,llvm-dialect,llvm|all] [--no-ir]\n", what,
+      std::printf("%s\n\nusage: %s [--ir=kiln,lowered,llvm-dialect,llvm,ptx|all] [--no-ir]\n", what,
                   argv[0]);
       std::exit(0);
     } else if (a == "--no-ir") {
@@ -39,7 +39,7 @@ inline Options parse(int argc, char **argv, const char *what) {
       std::string_view list = a.substr(5);
       if (list == "all") {
         o.stages = {kiln::Stage::Kiln, kiln::Stage::Lowered, kiln::Stage::LLVMDialect,
-                    kiln::Stage::LLVMIR};
+                    kiln::Stage::LLVMIR, kiln::Stage::Ptx};
         continue;
       }
       while (!list.empty()) {
@@ -55,9 +55,12 @@ inline Options parse(int argc, char **argv, const char *what) {
 }
 
 inline void show_ir(const Options &o, const kiln::CompiledKernel &k) {
-  for (kiln::Stage s : o.stages)
+  for (kiln::Stage s : o.stages) {
+    if (s == kiln::Stage::Ptx && k.target().kind == kiln::Target::Kind::Cpu)
+      continue; // `all` on a CPU kernel: there is no PTX
     std::cout << "\n===== " << k.name() << ": " << kiln::to_string(s) << " =====\n"
               << k.ir(s) << "\n";
+  }
 }
 
 /// Runs a lesson body, turning errors into one message and a non-zero exit.

@@ -8,6 +8,7 @@ for lesson in build/bin/0[0-9]_*; do
   echo "################ ${lesson##*/} ################"
   case "${lesson##*/}" in
     01_*) "$lesson" --ir=kiln,llvm ;;
+    04_*) "$lesson" --ir=lowered,ptx ;;
     *) "$lesson" --ir=kiln ;;
   esac
 done
