@@ -13,6 +13,7 @@
 #include "kiln/ops/softmax.hpp"
 #include "kiln/runtime/cuda.hpp"
 #include "kiln/autotuner/autotune.hpp"
+#include "cublas.hpp"
 
 #include <benchmark/benchmark.h>
 
@@ -112,6 +113,37 @@ template <bool BIAS> void BM_matmul(benchmark::State &state) {
   state.counters["tune_s"] = tuned.tuning_seconds();
 }
 
+/// cuBLAS on the same shapes, in the same process: cublasGemmEx for the
+/// plain product, cuBLASLt with its GELU_BIAS epilogue for the fused one.
+template <bool BIAS> void BM_cublas(benchmark::State &state) {
+  int M = int(state.range(0)), K = int(state.range(1)), N = int(state.range(2));
+  auto a = random_device<half>(std::size_t(M) * K), b = random_device<half>(std::size_t(K) * N);
+  auto bias = random_device<half>(N);
+  cuda::DeviceBuffer<half> c(std::size_t(M) * N);
+  static bench::Cublas *blas = [] {
+    try {
+      return new bench::Cublas();
+    } catch (const std::exception &) {
+      return static_cast<bench::Cublas *>(nullptr);
+    }
+  }();
+  if (!blas) {
+    state.SkipWithError("cuBLAS not available");
+    return;
+  }
+  for (auto _ : state) {
+    double ms = cuda::time_ms(
+        [&] {
+          if constexpr (BIAS)
+            blas->matmul_bias_gelu(a.data(), b.data(), bias.data(), c.data(), M, N, K);
+          else
+            blas->matmul(a.data(), b.data(), c.data(), M, N, K);
+        },
+        10, 2);
+    report(state, ms, 0, 2.0 * M * N * K);
+  }
+}
+
 /// Decode-like matmul+bias+gelu: `copies` distinct weight matrices (together
 /// larger than L2) used back to back, captured once in a CUDA graph; the time
 /// per launch and the bandwidth on the weights are reported.
@@ -162,6 +194,9 @@ BENCHMARK(BM_layernorm<1024, true>)->Args({8192, 768, 4})->UseManualTime()->Unit
 BENCHMARK(BM_layernorm<1024, false>)->Args({32768, 4096, 8})->UseManualTime()->Unit(benchmark::kMicrosecond)->Iterations(1);
 BENCHMARK(BM_matmul<false>)->Args({4096, 4096, 4096})->UseManualTime()->Unit(benchmark::kMillisecond)->Iterations(1);
 BENCHMARK(BM_matmul<true>)->Args({8192, 768, 3072})->Args({8192, 4096, 4096})
+    ->UseManualTime()->Unit(benchmark::kMillisecond)->Iterations(1);
+BENCHMARK(BM_cublas<false>)->Args({4096, 4096, 4096})->UseManualTime()->Unit(benchmark::kMillisecond)->Iterations(1);
+BENCHMARK(BM_cublas<true>)->Args({8192, 768, 3072})->Args({8192, 4096, 4096})
     ->UseManualTime()->Unit(benchmark::kMillisecond)->Iterations(1);
 BENCHMARK(BM_decode_mlp)->Args({1, 768, 3072})->Args({64, 768, 3072})
     ->UseManualTime()->Unit(benchmark::kMicrosecond)->Iterations(1);

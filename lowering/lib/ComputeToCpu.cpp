@@ -34,19 +34,6 @@ TypedAttr identity(OpBuilder &b, kiln::ReduceKind kind, Type elem) {
   return b.getIntegerAttr(elem, v);
 }
 
-Value combine(OpBuilder &b, Location loc, kiln::ReduceKind kind, Value x, Value y) {
-  bool fp = isa<FloatType>(x.getType());
-  switch (kind) {
-  case kiln::ReduceKind::Sum:
-    return fp ? Value(arith::AddFOp::create(b, loc, x, y)) : Value(arith::AddIOp::create(b, loc, x, y));
-  case kiln::ReduceKind::Max:
-    return fp ? Value(arith::MaximumFOp::create(b, loc, x, y)) : Value(arith::MaxSIOp::create(b, loc, x, y));
-  case kiln::ReduceKind::Min:
-    return fp ? Value(arith::MinimumFOp::create(b, loc, x, y)) : Value(arith::MinSIOp::create(b, loc, x, y));
-  }
-  llvm_unreachable("unknown reduce kind");
-}
-
 /// Rank-0 tensors become scalars.
 Value scalarize(OpBuilder &b, Location loc, Value v) {
   if (cast<RankedTensorType>(v.getType()).getRank() == 0)
@@ -81,7 +68,7 @@ struct ReduceLowering : OpConversionPattern<kiln::ReduceOp> {
         rewriter, loc, ValueRange{adaptor.getSrc()}, ValueRange{init},
         SmallVector<int64_t>{int64_t(op.getAxis())},
         [&](OpBuilder &b, Location l, ValueRange args) {
-          linalg::YieldOp::create(b, l, combine(b, l, kind, args[0], args[1]));
+          linalg::YieldOp::create(b, l, kiln::emitCombine(b, l, kind, args[0], args[1]));
         });
     rewriter.replaceOp(op, scalarize(rewriter, loc, reduce.getResult(0)));
     return success();

@@ -870,18 +870,7 @@ private:
     emitStore(b, loc);
   }
 
-  Value combine(kiln::ReduceKind kind, Value x, Value y) {
-    bool fp = isa<FloatType>(x.getType());
-    switch (kind) {
-    case kiln::ReduceKind::Sum:
-      return fp ? Value(arith::AddFOp::create(b, loc, x, y)) : Value(arith::AddIOp::create(b, loc, x, y));
-    case kiln::ReduceKind::Max:
-      return fp ? Value(arith::MaximumFOp::create(b, loc, x, y)) : Value(arith::MaxSIOp::create(b, loc, x, y));
-    case kiln::ReduceKind::Min:
-      return fp ? Value(arith::MinimumFOp::create(b, loc, x, y)) : Value(arith::MinSIOp::create(b, loc, x, y));
-    }
-    llvm_unreachable("reduce kind");
-  }
+  Value combine(kiln::ReduceKind kind, Value x, Value y) { return kiln::emitCombine(b, loc, kind, x, y); }
 
   LogicalResult emitReduce(kiln::ReduceOp red) {
     auto src = red.getSrc().getType();

@@ -3,6 +3,7 @@
 
 #include "kiln/autotuner/autotune.hpp"
 #include "kiln/ops/elementwise.hpp"
+#include "../support/temp_cache.hpp"
 
 #include <cstdlib>
 #include <filesystem>
@@ -19,16 +20,8 @@ struct Broken {
   }
 };
 
-struct TempCache {
-  fs::path dir = fs::temp_directory_path() / ("kiln-tune-test-" + std::to_string(::getpid()));
-  TempCache() {
-    fs::remove_all(dir);
-    ::setenv("KILN_CACHE_DIR", dir.c_str(), 1);
-  }
-  ~TempCache() {
-    ::unsetenv("KILN_CACHE_DIR");
-    fs::remove_all(dir);
-  }
+struct TempCache : test::TempCache {
+  TempCache() : test::TempCache("tune-test") {}
 };
 
 struct Problem {

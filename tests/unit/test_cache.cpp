@@ -3,6 +3,7 @@
 
 #include "kiln/kiln.hpp"
 #include "kiln/ops/softmax.hpp"
+#include "../support/temp_cache.hpp"
 
 #include <cstdlib>
 #include <filesystem>
@@ -13,16 +14,8 @@ using namespace kiln;
 namespace fs = std::filesystem;
 
 namespace {
-struct TempCache {
-  fs::path dir = fs::temp_directory_path() / ("kiln-cache-test-" + std::to_string(::getpid()));
-  TempCache() {
-    fs::remove_all(dir);
-    ::setenv("KILN_CACHE_DIR", dir.c_str(), 1);
-  }
-  ~TempCache() {
-    ::unsetenv("KILN_CACHE_DIR");
-    fs::remove_all(dir);
-  }
+struct TempCache : test::TempCache {
+  TempCache() : test::TempCache("cache-test") {}
   int entries() const {
     int n = 0;
     if (fs::exists(dir))

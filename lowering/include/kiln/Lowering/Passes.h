@@ -40,6 +40,9 @@ void populateComputeToCpuPatterns(CpuTypeConverter &converter, mlir::RewritePatt
 /// Converts `x` (scalar or tile) to `dstType` with arith ops: float widths,
 /// float <-> signed int, int widths (sign-extending), i1 as 0/1.
 mlir::Value emitCast(mlir::OpBuilder &b, mlir::Location loc, mlir::Value x, mlir::Type dstType);
+/// The combining step of a reduction: add, maximum or minimum (NaN-propagating for floats).
+mlir::Value emitCombine(mlir::OpBuilder &b, mlir::Location loc, ReduceKind kind, mlir::Value x,
+                        mlir::Value y);
 
 /// Everything from kiln (as traced) to the LLVM dialect, for the CPU JIT.
 /// `kilnDone` / `loweredDone` are run on the module after those stages when set.

@@ -1,4 +1,4 @@
-//===- CastUtils.cpp - element type conversions shared by the backends ----===//
+//===- ElementOps.cpp - per-element helpers shared by the backends ---------===//
 #include "kiln/Lowering/Passes.h"
 
 using namespace mlir;
@@ -49,4 +49,17 @@ Value kiln::emitCast(OpBuilder &b, Location loc, Value x, Type dstType) {
       result = x;
   }
   return result;
+}
+
+Value kiln::emitCombine(OpBuilder &b, Location loc, ReduceKind kind, Value x, Value y) {
+  bool fp = isa<FloatType>(kiln::getElementTypeOrSelf(x.getType()));
+  switch (kind) {
+  case ReduceKind::Sum:
+    return fp ? Value(arith::AddFOp::create(b, loc, x, y)) : Value(arith::AddIOp::create(b, loc, x, y));
+  case ReduceKind::Max:
+    return fp ? Value(arith::MaximumFOp::create(b, loc, x, y)) : Value(arith::MaxSIOp::create(b, loc, x, y));
+  case ReduceKind::Min:
+    return fp ? Value(arith::MinimumFOp::create(b, loc, x, y)) : Value(arith::MinSIOp::create(b, loc, x, y));
+  }
+  llvm_unreachable("unknown reduce kind");
 }
