@@ -63,7 +63,7 @@ public:
     check(layoutCreate_(&lc, CUDA_R_16F, N, M, N), "layout C^T");
     float alpha = 1, beta = 0;
     check(matmul_(ltHandle_, desc, &alpha, b, la, a, lb, &beta, c, lc, c, lc, nullptr, workspace_,
-                  kWorkspace, kiln::cuda::current_stream()),
+                  kWorkspace, static_cast<cudaStream_t>(kiln::cuda::current_stream())),
           "cublasLtMatmul");
   }
 

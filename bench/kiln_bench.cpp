@@ -42,8 +42,8 @@ void report(benchmark::State &state, double ms, double bytes, double flops) {
 
 template <int BLOCK> void BM_vec_add(benchmark::State &state) {
   int n = int(state.range(0));
-  auto x = random_device<half>(n), y = random_device<half>(n);
-  cuda::DeviceBuffer<half> out(n);
+  auto x = random_device<kiln::half>(n), y = random_device<kiln::half>(n);
+  cuda::DeviceBuffer<kiln::half> out(n);
   auto k = compile<ops::VecAdd<f16, BLOCK>>(gpu());
   for (auto _ : state) {
     double ms = cuda::time_ms([&] { k.launch(Grid(ceil_div(n, BLOCK)), x.data(), y.data(), out.data(), n); });
@@ -53,8 +53,8 @@ template <int BLOCK> void BM_vec_add(benchmark::State &state) {
 
 template <int BLOCK, bool ONE> void BM_softmax(benchmark::State &state) {
   int rows = int(state.range(0)), cols = int(state.range(1));
-  auto x = random_device<half>(std::size_t(rows) * cols);
-  cuda::DeviceBuffer<half> y(std::size_t(rows) * cols);
+  auto x = random_device<kiln::half>(std::size_t(rows) * cols);
+  cuda::DeviceBuffer<kiln::half> y(std::size_t(rows) * cols);
   CompileOptions o;
   o.num_warps = int(state.range(2));
   auto k = compile<ops::Softmax<f16, BLOCK, ONE>>(gpu(), o);
@@ -66,9 +66,9 @@ template <int BLOCK, bool ONE> void BM_softmax(benchmark::State &state) {
 
 template <int BLOCK, bool ONE> void BM_layernorm(benchmark::State &state) {
   int rows = int(state.range(0)), n = int(state.range(1));
-  auto x = random_device<half>(std::size_t(rows) * n);
-  auto w = random_device<half>(n), b = random_device<half>(n);
-  cuda::DeviceBuffer<half> y(std::size_t(rows) * n);
+  auto x = random_device<kiln::half>(std::size_t(rows) * n);
+  auto w = random_device<kiln::half>(n), b = random_device<kiln::half>(n);
+  cuda::DeviceBuffer<kiln::half> y(std::size_t(rows) * n);
   CompileOptions o;
   o.num_warps = int(state.range(2));
   auto k = compile<ops::LayerNorm<f16, BLOCK, ONE>>(gpu(), o);
@@ -82,9 +82,9 @@ template <int BLOCK, bool ONE> void BM_layernorm(benchmark::State &state) {
 /// Tuned matmul (+bias+gelu): the autotuner picks tile sizes and warps for this shape.
 template <bool BIAS> void BM_matmul(benchmark::State &state) {
   int M = int(state.range(0)), K = int(state.range(1)), N = int(state.range(2));
-  auto a = random_device<half>(std::size_t(M) * K), b = random_device<half>(std::size_t(K) * N);
-  auto bias = random_device<half>(N);
-  cuda::DeviceBuffer<half> c(std::size_t(M) * N);
+  auto a = random_device<kiln::half>(std::size_t(M) * K), b = random_device<kiln::half>(std::size_t(K) * N);
+  auto bias = random_device<kiln::half>(N);
+  cuda::DeviceBuffer<kiln::half> c(std::size_t(M) * N);
   auto launch = [&](const auto &k) {
     using Kern = typename std::decay_t<decltype(k)>::kernel_type;
     Grid grid(ceil_div(M, Kern::BM), ceil_div(N, Kern::BN));
@@ -117,9 +117,9 @@ template <bool BIAS> void BM_matmul(benchmark::State &state) {
 /// plain product, cuBLASLt with its GELU_BIAS epilogue for the fused one.
 template <bool BIAS> void BM_cublas(benchmark::State &state) {
   int M = int(state.range(0)), K = int(state.range(1)), N = int(state.range(2));
-  auto a = random_device<half>(std::size_t(M) * K), b = random_device<half>(std::size_t(K) * N);
-  auto bias = random_device<half>(N);
-  cuda::DeviceBuffer<half> c(std::size_t(M) * N);
+  auto a = random_device<kiln::half>(std::size_t(M) * K), b = random_device<kiln::half>(std::size_t(K) * N);
+  auto bias = random_device<kiln::half>(N);
+  cuda::DeviceBuffer<kiln::half> c(std::size_t(M) * N);
   static bench::Cublas *blas = [] {
     try {
       return new bench::Cublas();
@@ -150,13 +150,13 @@ template <bool BIAS> void BM_cublas(benchmark::State &state) {
 void BM_decode_mlp(benchmark::State &state) {
   int M = int(state.range(0)), K = int(state.range(1)), N = int(state.range(2));
   const int copies = 32;
-  auto x = random_device<half>(std::size_t(M) * K);
-  std::vector<std::unique_ptr<cuda::DeviceBuffer<half>>> w, bias;
+  auto x = random_device<kiln::half>(std::size_t(M) * K);
+  std::vector<std::unique_ptr<cuda::DeviceBuffer<kiln::half>>> w, bias;
   for (int i = 0; i < copies; ++i) {
-    w.push_back(std::make_unique<cuda::DeviceBuffer<half>>(random_device<half>(std::size_t(K) * N).download()));
-    bias.push_back(std::make_unique<cuda::DeviceBuffer<half>>(random_device<half>(N).download()));
+    w.push_back(std::make_unique<cuda::DeviceBuffer<kiln::half>>(random_device<kiln::half>(std::size_t(K) * N).download()));
+    bias.push_back(std::make_unique<cuda::DeviceBuffer<kiln::half>>(random_device<kiln::half>(N).download()));
   }
-  cuda::DeviceBuffer<half> y(std::size_t(M) * N);
+  cuda::DeviceBuffer<kiln::half> y(std::size_t(M) * N);
   int which = 0;
   auto launch = [&](const auto &k) {
     using Kern = typename std::decay_t<decltype(k)>::kernel_type;
