@@ -79,3 +79,31 @@ func.func @test_broadcast(%x: !kiln.ptr<f32>) attributes {kiln.kernel} {
   kiln.store %p, %s : tensor<64x!kiln.ptr<f32>>
   return
 }
+
+// -----
+
+// An f16 dot runs on tensor cores: A and B are staged in swizzled shared
+// memory, fragments come from ldmatrix (B transposed), mma.sync accumulates
+// in f32. 32x32 over 1 warp: 2 x 4 mma tiles per 16-deep K step.
+// CHECK-LABEL: gpu.func @test_mma_dot
+// CHECK: gpu.barrier
+// CHECK: nvvm.ldmatrix {{.*}} {eltType = #nvvm.ld_st_matrix_elt_type<b16>, layout = #nvvm.mma_layout<col>, num = 4 : i32, shape = #nvvm.ld_st_matrix_shape<m = 8, n = 8>}
+// CHECK: nvvm.ldmatrix {{.*}} {eltType = #nvvm.ld_st_matrix_elt_type<b16>, layout = #nvvm.mma_layout<row>, num = 4 : i32, shape = #nvvm.ld_st_matrix_shape<m = 8, n = 8>}
+// CHECK: nvvm.mma.sync A[{{.*}}] B[{{.*}}] C[{{.*}}] {layoutA = #nvvm.mma_layout<row>, layoutB = #nvvm.mma_layout<col>, shape = #nvvm.shape<m = 16, n = 8, k = 16>} : (vector<2xf16>, vector<2xf16>, f32) -> !llvm.struct<(f32, f32, f32, f32)>
+// CHECK-COUNT-15: nvvm.mma.sync
+// CHECK-NOT: nvvm.mma.sync
+// CHECK: gpu.return
+func.func @test_mma_dot(%a: !kiln.ptr<f16>, %c: !kiln.ptr<f32>) attributes {kiln.kernel} {
+  %r = kiln.make_range 0 to 1024 : tensor<1024xi32>
+  %pa = kiln.splat %a : tensor<1024x!kiln.ptr<f16>>
+  %p = kiln.addptr %pa, %r : tensor<1024x!kiln.ptr<f16>>, tensor<1024xi32>
+  %flat = kiln.load %p : tensor<1024x!kiln.ptr<f16>>
+  %t = kiln.reshape %flat : tensor<1024xf16> -> tensor<32x32xf16>
+  %zero = arith.constant dense<0.0> : tensor<32x32xf32>
+  %d = kiln.dot %t, %t, %zero : tensor<32x32xf16>, tensor<32x32xf16> -> tensor<32x32xf32>
+  %df = kiln.reshape %d : tensor<32x32xf32> -> tensor<1024xf32>
+  %pc = kiln.splat %c : tensor<1024x!kiln.ptr<f32>>
+  %q = kiln.addptr %pc, %r : tensor<1024x!kiln.ptr<f32>>, tensor<1024xi32>
+  kiln.store %q, %df : tensor<1024x!kiln.ptr<f32>>
+  return
+}
