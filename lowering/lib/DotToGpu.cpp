@@ -1,0 +1,186 @@
+//===- DotToGpu.cpp - kiln.dot on tensor cores or as an FMA loop ---------===//
+#include "GpuEmitter.h"
+
+namespace kiln::gpu_lowering {
+
+LogicalResult Emitter::emitDot(kiln::DotOp dot) {
+  if (std::optional<Mma> m = mmaFor(dot))
+    return emitMmaDot(dot, *m);
+  auto at = dot.getA().getType(), bt = dot.getB().getType();
+  int64_t M = at.getDimSize(0), K = at.getDimSize(1), N = bt.getDimSize(1);
+  Type in = at.getElementType();
+  int64_t aBytes = spill(dot.getA(), 0);
+  int64_t bBase = (aBytes + 15) / 16 * 16;
+  reserveSmem(bBase + spill(dot.getB(), bBase));
+  barrier();
+  Layout lc = layoutOf(dot.getType());
+  Type f32 = b.getF32Type();
+  auto widen = [&](Value v) { return in.isF32() ? v : Value(arith::ExtFOp::create(b, loc, f32, v)); };
+  auto &out = values[dot];
+  for (int64_t j = 0; j < lc.perThread; ++j) {
+    Value flat = flatIndex(lc, j);
+    Value m = arith::DivSIOp::create(b, loc, flat, i32(N));
+    Value n = arith::RemSIOp::create(b, loc, flat, i32(N));
+    Value aRow = arith::MulIOp::create(b, loc, m, i32(K));
+    auto loop = scf::ForOp::create(b, loc, i32(0), i32(K), i32(1), ValueRange{elem(dot.getAcc(), j)});
+    {
+      OpBuilder::InsertionGuard guard(b);
+      Block *body = loop.getBody();
+      if (!body->empty() && body->back().hasTrait<OpTrait::IsTerminator>())
+        body->back().erase();
+      b.setInsertionPointToEnd(body);
+      Value k = loop.getInductionVar();
+      Value av = loadSmem(0, arith::AddIOp::create(b, loc, aRow, k), in);
+      Value bv = loadSmem(bBase, arith::AddIOp::create(b, loc, arith::MulIOp::create(b, loc, k, i32(N)), n), in);
+      Value acc = math::FmaOp::create(b, loc, widen(av), widen(bv), loop.getRegionIterArgs()[0]);
+      scf::YieldOp::create(b, loc, acc);
+    }
+    out.push_back(loop.getResult(0));
+  }
+  barrier();
+  (void)M;
+  return success();
+}
+
+LogicalResult Emitter::emitMmaDot(kiln::DotOp dot, const Mma &m) {
+  auto at = dot.getA().getType(), bt = dot.getB().getType();
+  int64_t K = at.getDimSize(1), N = bt.getDimSize(1);
+  Type in = at.getElementType();
+  SmallVector<Value> acc = toMma(dot.getAcc(), m);
+  // ldmatrix needs swizzlable rows (a power-of-two number of 16-byte chunks)
+  // and whole 8x8 matrices per lane group.
+  int64_t layoutVecA = layoutOf(at).vec, layoutVecB = layoutOf(bt).vec;
+  bool useLdmatrix = swizzlable(K) && swizzlable(N) && layoutVecA >= 1 && layoutVecB >= 1;
+  int64_t aBytes = spill(dot.getA(), 0, useLdmatrix);
+  int64_t bBase = (aBytes + 15) / 16 * 16;
+  reserveSmem(bBase + spill(dot.getB(), bBase, useLdmatrix));
+  barrier();
+  MLIRContext *ctx = b.getContext();
+  auto pair = VectorType::get({2}, in);
+  Type f32 = b.getF32Type();
+  auto resultType = LLVM::LLVMStructType::getLiteral(ctx, {f32, f32, f32, f32});
+  Value wr = arith::DivUIOp::create(b, loc, warp, i32(m.wn));
+  Value wc = arith::RemUIOp::create(b, loc, warp, i32(m.wn));
+  Value groupRow = arith::DivUIOp::create(b, loc, lane, i32(4));                  // lane / 4
+  Value pairCol = arith::MulIOp::create(b, loc, arith::RemUIOp::create(b, loc, lane, i32(4)), i32(2));
+  Value warpRow = arith::MulIOp::create(b, loc, wr, i32(m.M / m.wm));
+  Value warpCol = arith::MulIOp::create(b, loc, wc, i32(m.N / m.wn));
+  Value rowBase = arith::AddIOp::create(b, loc, warpRow, groupRow);
+  Value colBase = arith::AddIOp::create(b, loc, warpCol, groupRow);
+  // NVVM takes bf16 fragments as i32 registers and f16 ones as vector<2xf16>.
+  auto operand = [&](Value v) -> Value {
+    if (in.isBF16())
+      return v.getType().isInteger(32) ? v : Value(LLVM::BitcastOp::create(b, loc, b.getI32Type(), v));
+    return isa<VectorType>(v.getType()) ? v : Value(LLVM::BitcastOp::create(b, loc, pair, v));
+  };
+  auto loadPairA = [&](Value row, Value k) -> Value { // A[row][k], A[row][k + 1]
+    Value idx = arith::AddIOp::create(b, loc, arith::MulIOp::create(b, loc, row, i32(K)), k);
+    return operand(LLVM::LoadOp::create(b, loc, pair, smemAddr(0, idx, in), 4));
+  };
+  auto loadPairB = [&](Value k, Value n) -> Value { // B[k][n], B[k + 1][n]
+    Value idx0 = arith::AddIOp::create(b, loc, arith::MulIOp::create(b, loc, k, i32(N)), n);
+    Value idx1 = arith::AddIOp::create(b, loc, idx0, i32(N));
+    Value v = LLVM::UndefOp::create(b, loc, pair);
+    v = LLVM::InsertElementOp::create(b, loc, v, loadSmem(bBase, idx0, in), i32(0));
+    return operand(LLVM::InsertElementOp::create(b, loc, v, loadSmem(bBase, idx1, in), i32(1)));
+  };
+  // ldmatrix: lane l supplies the address of row (l % 8) of 8x8 matrix l / 8.
+  Value lane8 = arith::RemUIOp::create(b, loc, lane, i32(8));
+  Value quad = arith::DivUIOp::create(b, loc, lane, i32(8));
+  Value quadLo = arith::RemUIOp::create(b, loc, quad, i32(2)); // matrix index bit 0
+  Value quadHi = arith::DivUIOp::create(b, loc, quad, i32(2)); // matrix index bit 1
+  auto ldmatrix = [&](int64_t base, Value index, int num, bool trans) {
+    auto i32t = b.getI32Type();
+    SmallVector<Type> regs(num, i32t);
+    Type res = num == 1 ? Type(i32t) : Type(LLVM::LLVMStructType::getLiteral(ctx, regs));
+    Value r = NVVM::LdMatrixOp::create(
+        b, loc, res, smemAddr(base, index, in), b.getI32IntegerAttr(num),
+        NVVM::MMALayoutAttr::get(ctx, trans ? NVVM::MMALayout::col : NVVM::MMALayout::row),
+        NVVM::LdStMatrixShapeAttr::get(ctx, 8, 8),
+        NVVM::LdStMatrixEltTypeAttr::get(ctx, NVVM::LdStMatrixEltType::B16));
+    SmallVector<Value> out;
+    for (int i = 0; i < num; ++i)
+      out.push_back(operand(num == 1 ? r : Value(LLVM::ExtractValueOp::create(b, loc, r, ArrayRef<int64_t>{i}))));
+    return out;
+  };
+  // A (16x16 at rows r0.., k0..): matrices (rows 0-7 | 8-15) x (k 0-7 | 8-15), in
+  // the order of the mma A fragment.
+  auto ldmatrixA = [&](int64_t tm, int64_t k0) {
+    Value row = arith::AddIOp::create(b, loc, warpRow,
+                                      arith::AddIOp::create(b, loc, lane8,
+                                                            arith::MulIOp::create(b, loc, quadLo, i32(8))));
+    row = arith::AddIOp::create(b, loc, row, i32(tm * 16));
+    Value col = arith::AddIOp::create(b, loc, arith::MulIOp::create(b, loc, quadHi, i32(8)), i32(k0));
+    return ldmatrix(0, swizzled(row, col, K), 4, false);
+  };
+  // B (16 x 16 at k0.., n0..) transposed: matrices (k 0-7 | 8-15) x (n 0-7 | 8-15)
+  // give b0, b1 of two adjacent 8-column mma tiles.
+  auto ldmatrixB = [&](int64_t tn, int64_t k0) {
+    Value k = arith::AddIOp::create(b, loc, lane8,
+                                    arith::AddIOp::create(b, loc, arith::MulIOp::create(b, loc, quadLo, i32(8)), i32(k0)));
+    Value n = arith::AddIOp::create(b, loc, warpCol,
+                                    arith::AddIOp::create(b, loc, arith::MulIOp::create(b, loc, quadHi, i32(8)), i32(tn * 8)));
+    return ldmatrix(bBase, swizzled(k, n, N), 4, true);
+  };
+  bool pairsOfB = m.tilesN() % 2 == 0;
+  NVVM::MMATypes ptxType = in.isF16() ? NVVM::MMATypes::f16 : NVVM::MMATypes::bf16;
+  for (int64_t k0 = 0; k0 < K; k0 += 16) {
+    Value kLo = arith::AddIOp::create(b, loc, pairCol, i32(k0));
+    Value kHi = arith::AddIOp::create(b, loc, pairCol, i32(k0 + 8));
+    SmallVector<SmallVector<Value>> bFrags;
+    if (useLdmatrix && pairsOfB) {
+      for (int64_t tn = 0; tn < m.tilesN(); tn += 2) {
+        auto r = ldmatrixB(tn, k0);
+        bFrags.push_back({r[0], r[1]});
+        bFrags.push_back({r[2], r[3]});
+      }
+    } else {
+      for (int64_t tn = 0; tn < m.tilesN(); ++tn) {
+        Value n = arith::AddIOp::create(b, loc, colBase, i32(tn * 8));
+        auto idx = [&](Value k) { return useLdmatrix ? swizzled(k, n, N) : Value(); };
+        if (!useLdmatrix) {
+          bFrags.push_back({loadPairB(kLo, n), loadPairB(kHi, n)});
+          continue;
+        }
+        // Element loads through the swizzled layout.
+        auto pairAt = [&](Value k) -> Value {
+          Value v = LLVM::UndefOp::create(b, loc, pair);
+          v = LLVM::InsertElementOp::create(b, loc, v, loadSmem(bBase, idx(k), in), i32(0));
+          Value k1 = arith::AddIOp::create(b, loc, k, i32(1));
+          return operand(LLVM::InsertElementOp::create(b, loc, v, loadSmem(bBase, idx(k1), in), i32(1)));
+        };
+        bFrags.push_back({pairAt(kLo), pairAt(kHi)});
+      }
+    }
+    for (int64_t tm = 0; tm < m.tilesM(); ++tm) {
+      Value r0 = arith::AddIOp::create(b, loc, rowBase, i32(tm * 16));
+      Value r1 = arith::AddIOp::create(b, loc, rowBase, i32(tm * 16 + 8));
+      SmallVector<Value> aFrag = useLdmatrix ? ldmatrixA(tm, k0)
+                                             : SmallVector<Value>{loadPairA(r0, kLo), loadPairA(r1, kLo),
+                                                                  loadPairA(r0, kHi), loadPairA(r1, kHi)};
+      for (int64_t tn = 0; tn < m.tilesN(); ++tn) {
+        int64_t base = (tm * m.tilesN() + tn) * 4;
+        SmallVector<Value> c;
+        for (int r = 0; r < 4; ++r)
+          c.push_back(pick(acc, base + r));
+        Value d = NVVM::MmaOp::create(b, loc, resultType, aFrag, bFrags[tn], c, {16, 8, 16},
+                                      std::nullopt, std::nullopt,
+                                      std::array<NVVM::MMATypes, 2>{ptxType, ptxType},
+                                      std::array<NVVM::MMALayout, 2>{NVVM::MMALayout::row,
+                                                                     NVVM::MMALayout::col});
+        if (acc.size() == 1)
+          acc.assign(m.perThread(), acc[0]);
+        for (int r = 0; r < 4; ++r)
+          acc[base + r] = LLVM::ExtractValueOp::create(b, loc, d, ArrayRef<int64_t>{r});
+      }
+    }
+  }
+  barrier();
+  if (acc.size() == 1)
+    acc.assign(m.perThread(), acc[0]);
+  values[dot] = acc;
+  mma[dot] = m;
+  return success();
+}
+
+} // namespace kiln::gpu_lowering

@@ -1,0 +1,236 @@
+//===- GpuEmitter.cpp - emitter core: ops, element-wise, loops ----------===//
+#include "GpuEmitter.h"
+
+namespace kiln::gpu_lowering {
+
+LogicalResult Emitter::run(func::FuncOp src, gpu::GPUFuncOp dst) {
+  b.setInsertionPointToStart(&dst.getBody().front());
+  Value t = gpu::ThreadIdOp::create(b, loc, gpu::Dimension::x);
+  tid = arith::IndexCastOp::create(b, loc, b.getI32Type(), t);
+  Value w = arith::ConstantOp::create(b, loc, b.getI32IntegerAttr(32));
+  lane = arith::RemUIOp::create(b, loc, tid, w);
+  warp = arith::DivUIOp::create(b, loc, tid, w);
+  for (auto [from, to] : llvm::zip(src.getArguments(), dst.getArguments()))
+    values[from] = {to};
+  if (failed(emitBlock(src.getBody().front())))
+    return failure();
+  gpu::ReturnOp::create(b, loc);
+  if (smemBytes > kMaxStaticSmem)
+    return src.emitError("kernel needs ")
+           << smemBytes << " bytes of shared memory (limit " << kMaxStaticSmem
+           << "); use smaller blocks";
+  if (smemBytes > 0) {
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(module.getBody());
+    auto type = LLVM::LLVMArrayType::get(b.getI8Type(), smemBytes);
+    LLVM::GlobalOp::create(b, loc, type, /*isConstant=*/false, LLVM::Linkage::Internal,
+                           kSmemName, Attribute(), /*alignment=*/16, /*addrSpace=*/3);
+  }
+  return success();
+}
+
+LogicalResult Emitter::emitBlock(Block &block) {
+  for (Operation &op : block)
+    if (failed(emitOp(&op)))
+      return failure();
+  return success();
+}
+
+LogicalResult Emitter::emitOp(Operation *op) {
+  if (isa<func::ReturnOp, scf::YieldOp>(op))
+    return success();
+  if (auto c = dyn_cast<arith::ConstantOp>(op))
+    return emitConstant(c);
+  if (auto forOp = dyn_cast<scf::ForOp>(op))
+    return emitFor(forOp);
+  if (isa<arith::ArithDialect, math::MathDialect>(op->getDialect()))
+    return emitElementwise(op);
+  if (auto pid = dyn_cast<kiln::ProgramIdOp>(op)) {
+    Value v = gpu::BlockIdOp::create(b, loc, gpu::Dimension(pid.getAxis()));
+    values[pid] = {arith::IndexCastOp::create(b, loc, b.getI32Type(), v)};
+    return success();
+  }
+  if (auto np = dyn_cast<kiln::NumProgramsOp>(op)) {
+    Value v = gpu::GridDimOp::create(b, loc, gpu::Dimension(np.getAxis()));
+    values[np] = {arith::IndexCastOp::create(b, loc, b.getI32Type(), v)};
+    return success();
+  }
+  if (auto r = dyn_cast<kiln::MakeRangeOp>(op)) {
+    Layout l = layoutOf(r.getType());
+    auto &out = values[r];
+    for (int64_t j = 0; j < l.perThread; ++j)
+      out.push_back(arith::AddIOp::create(b, loc, flatIndex(l, j), i32(r.getStart())));
+    strides[r] = 1;
+    return success();
+  }
+  if (auto s = dyn_cast<kiln::SplatOp>(op)) {
+    values[s] = {get(s.getSrc())[0]};
+    return success();
+  }
+  if (isa<kiln::ExpandDimsOp, kiln::ReshapeOp>(op)) {
+    // Same element count and row-major order; the layout may group
+    // elements differently (the last dimension can change), so regroup
+    // through shared memory when it does.
+    Value src = op->getOperand(0), dst = op->getResult(0);
+    Layout ls = layoutOf(src.getType()), ld = layoutOf(dst.getType());
+    SmallVector<Value> in = get(src);
+    if (in.size() == 1 || (ls.distributed == ld.distributed && ls.vec == ld.vec)) {
+      values[dst] = in;
+    } else {
+      Type stored = storageType(kiln::getElementTypeOrSelf(src.getType()));
+      reserveSmem(spill(src, 0));
+      barrier();
+      SmallVector<Value> out;
+      for (int64_t j = 0; j < ld.perThread; ++j)
+        out.push_back(loadSmem(0, flatIndex(ld, j), stored));
+      barrier();
+      values[dst] = out;
+    }
+    auto srcType = cast<RankedTensorType>(src.getType());
+    auto dstType = cast<RankedTensorType>(dst.getType());
+    if (srcType.getShape().back() == dstType.getShape().back())
+      setStride(dst, strideOf(src));
+    return success();
+  }
+  if (auto bc = dyn_cast<kiln::BroadcastOp>(op))
+    return emitBroadcast(bc);
+  if (auto ap = dyn_cast<kiln::AddPtrOp>(op))
+    return emitAddPtr(ap);
+  if (auto ld = dyn_cast<kiln::LoadOp>(op))
+    return emitLoad(ld);
+  if (auto st = dyn_cast<kiln::StoreOp>(op))
+    return emitStore(st);
+  if (auto sel = dyn_cast<kiln::SelectOp>(op)) {
+    std::optional<Mma> m = commonMma(sel->getOperands(), sel.getType());
+    auto view = [&](Value v) { return m ? toMma(v, *m) : get(v); };
+    auto c = view(sel.getCondition()), t = view(sel.getTrueValue()), f = view(sel.getFalseValue());
+    int64_t n = std::max({c.size(), t.size(), f.size()});
+    SmallVector<Value> out;
+    for (int64_t j = 0; j < n; ++j)
+      out.push_back(arith::SelectOp::create(b, loc, pick(c, j), pick(t, j), pick(f, j)));
+    values[sel] = out;
+    if (m && n > 1)
+      mma[sel] = *m;
+    return success();
+  }
+  if (auto cast = dyn_cast<kiln::CastOp>(op)) {
+    std::optional<Mma> m = commonMma(cast->getOperands(), cast.getType());
+    auto in = m ? toMma(cast.getSrc(), *m) : get(cast.getSrc());
+    Type to = kiln::getElementTypeOrSelf(cast.getType());
+    SmallVector<Value> out;
+    for (Value x : in)
+      out.push_back(kiln::emitCast(b, loc, x, to));
+    values[cast] = out;
+    if (m && out.size() > 1)
+      mma[cast] = *m;
+    return success();
+  }
+  if (auto red = dyn_cast<kiln::ReduceOp>(op))
+    return emitReduce(red);
+  if (auto am = dyn_cast<kiln::ArgMaxOp>(op))
+    return emitArgMax(am);
+  if (auto dot = dyn_cast<kiln::DotOp>(op))
+    return emitDot(dot);
+  return op->emitError("convert-kiln-to-gpu: unsupported operation");
+}
+
+LogicalResult Emitter::emitConstant(arith::ConstantOp c) {
+  if (auto splat = dyn_cast<SplatElementsAttr>(c.getValue())) {
+    values[c] = {arith::ConstantOp::create(b, loc, cast<TypedAttr>(splat.getSplatValue<Attribute>()))};
+    return success();
+  }
+  if (isa<RankedTensorType>(c.getType()))
+    return c.emitError("convert-kiln-to-gpu: only splat tile constants are supported");
+  values[c] = {b.clone(*c)->getResult(0)};
+  return success();
+}
+
+LogicalResult Emitter::emitElementwise(Operation *op) {
+  if (op->getNumResults() != 1)
+    return op->emitError("convert-kiln-to-gpu: expected one result");
+  Value result = op->getResult(0);
+  Type elemType = kiln::getElementTypeOrSelf(result.getType());
+  // Operands in one layout: the accumulator layout if any operand has it.
+  std::optional<Mma> m = commonMma(op->getOperands(), result.getType());
+  SmallVector<SmallVector<Value>> operands;
+  for (Value v : op->getOperands())
+    operands.push_back(m ? toMma(v, *m) : get(v));
+  int64_t n = m ? m->perThread() : layoutOf(result.getType()).perThread;
+  if (llvm::all_of(operands, [](auto &vs) { return vs.size() == 1; }))
+    n = 1; // uniform operands (splats): one value serves every element
+  SmallVector<Value> out;
+  for (int64_t j = 0; j < n; ++j) {
+    OperationState state(loc, op->getName());
+    for (auto &vs : operands)
+      state.addOperands(pick(vs, j));
+    state.addTypes(elemType);
+    state.addAttributes(op->getAttrs());
+    out.push_back(b.create(state)->getResult(0));
+  }
+  values[result] = out;
+  if (m && n > 1)
+    mma[result] = *m;
+  else
+    setStride(result, strideThrough(op));
+  return success();
+}
+
+LogicalResult Emitter::emitFor(scf::ForOp forOp) {
+  SmallVector<Value> inits;
+  SmallVector<size_t> counts;
+  // Loop-carried tiles carry every element of their layout, even when the
+  // initial value is uniform (a splat): iterations make them differ.
+  // An accumulator fed back from a tensor-core dot stays in its layout.
+  auto yield = cast<scf::YieldOp>(forOp.getBody()->getTerminator());
+  SmallVector<std::optional<Mma>> argMma;
+  for (auto [i, init] : llvm::enumerate(forOp.getInitArgs())) {
+    std::optional<Mma> m;
+    if (auto dot = yield.getOperand(i).getDefiningOp<kiln::DotOp>())
+      if (dot.getAcc() == forOp.getRegionIterArgs()[i])
+        m = mmaFor(dot);
+    argMma.push_back(m);
+    int64_t count = m ? m->perThread() : layoutOf(init.getType()).perThread;
+    counts.push_back(count);
+    SmallVector<Value> vs = m ? toMma(init, *m) : get(init);
+    for (int64_t j = 0; j < count; ++j)
+      inits.push_back(pick(vs, j));
+  }
+  auto loop = scf::ForOp::create(b, loc, get(forOp.getLowerBound())[0],
+                                 get(forOp.getUpperBound())[0], get(forOp.getStep())[0], inits);
+  Block *body = loop.getBody();
+  if (!body->empty() && body->back().hasTrait<OpTrait::IsTerminator>())
+    body->back().erase();
+  values[forOp.getInductionVar()] = {loop.getInductionVar()};
+  size_t pos = 0;
+  for (auto [i, arg] : llvm::enumerate(forOp.getRegionIterArgs())) {
+    auto slice = loop.getRegionIterArgs().slice(pos, counts[i]);
+    values[arg] = SmallVector<Value>(slice.begin(), slice.end());
+    if (argMma[i])
+      mma[arg] = *argMma[i];
+    pos += counts[i];
+  }
+  {
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToEnd(body);
+    if (failed(emitBlock(*forOp.getBody())))
+      return failure();
+    SmallVector<Value> yields;
+    for (auto [i, v] : llvm::enumerate(yield.getOperands())) {
+      SmallVector<Value> vs = argMma[i] ? toMma(v, *argMma[i]) : get(v);
+      for (size_t j = 0; j < counts[i]; ++j)
+        yields.push_back(pick(vs, j));
+    }
+    scf::YieldOp::create(b, loc, yields);
+  }
+  pos = 0;
+  for (auto [i, res] : llvm::enumerate(forOp.getResults())) {
+    auto slice = loop.getResults().slice(pos, counts[i]);
+    values[res] = SmallVector<Value>(slice.begin(), slice.end());
+    if (argMma[i])
+      mma[res] = *argMma[i];
+    pos += counts[i];
+  }
+  return success();
+}
+
+} // namespace kiln::gpu_lowering

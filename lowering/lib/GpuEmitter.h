@@ -1,0 +1,456 @@
+//===- GpuEmitter.h - kiln tiles as per-thread scalar code (internal) -----===//
+//
+// The state of convert-kiln-to-gpu: every tile value maps to the elements one
+// thread holds under the value's layout. The op families are emitted in
+// GpuEmitter.cpp (core, element-wise, loops), MemoryToGpu.cpp, ReduceToGpu.cpp
+// and DotToGpu.cpp.
+//
+//===----------------------------------------------------------------------===//
+#ifndef KILN_LOWERING_GPUEMITTER_H
+#define KILN_LOWERING_GPUEMITTER_H
+
+#include "kiln/Lowering/Passes.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/LLVMIR/NVVMDialect.h"
+#include "mlir/IR/IRMapping.h"
+#include "mlir/IR/Matchers.h"
+
+namespace kiln::gpu_lowering {
+
+using namespace mlir;
+
+
+inline constexpr int64_t kMaxStaticSmem = 48 * 1024;
+inline constexpr const char *kSmemName = "kiln_smem";
+
+/// Which elements of a value a thread holds.
+struct Layout {
+  int64_t numel = 1;
+  int64_t perThread = 1;
+  bool distributed = false; ///< thread t holds groups of `vec` consecutive flat elements
+  int64_t vec = 1;          ///< elements per group (consecutive along the last dimension)
+};
+
+inline int64_t byteSize(Type t) {
+  if (isa<kiln::PtrType>(t))
+    return 8;
+  return std::max<int64_t>(1, t.getIntOrFloatBitWidth() / 8);
+}
+
+class Emitter {
+public:
+  Emitter(OpBuilder &b, Location loc, int threads, gpu::GPUModuleOp module)
+      : b(b), loc(loc), threads(threads), module(module) {}
+
+  LogicalResult run(func::FuncOp src, gpu::GPUFuncOp dst);
+
+private:
+  OpBuilder &b;
+  Location loc;
+  int threads;
+  gpu::GPUModuleOp module;
+  Value tid, lane, warp;
+  DenseMap<Value, SmallVector<Value>> values;
+  int64_t smemBytes = 0;
+
+  //===--------------------------------------------------------------------===//
+  // Layouts and small helpers
+  //===--------------------------------------------------------------------===//
+
+  Layout layoutOf(Type t) const {
+    auto tile = dyn_cast<RankedTensorType>(t);
+    if (!tile)
+      return {};
+    Layout l;
+    l.numel = tile.getNumElements();
+    l.distributed = l.numel % threads == 0;
+    l.perThread = l.distributed ? l.numel / threads : l.numel;
+    // Groups of up to 8 consecutive elements of one row per thread, so that
+    // global and shared accesses can be 128-bit. A function of the shape only:
+    // tiles of one shape share a layout whatever their dtype.
+    if (l.distributed) {
+      int64_t last = tile.getShape().back();
+      for (int64_t v = 8; v > 1; v /= 2)
+        if (l.perThread % v == 0 && last % v == 0) {
+          l.vec = v;
+          break;
+        }
+    }
+    return l;
+  }
+
+  Value i32(int64_t v) { return arith::ConstantOp::create(b, loc, b.getI32IntegerAttr(v)); }
+
+  /// Flat (row-major) index of this thread's j-th element.
+  Value flatIndex(const Layout &l, int64_t j) {
+    if (!l.distributed)
+      return i32(j);
+    // group g = j / vec holds flat elements (g * T + tid) * vec + [0, vec)
+    int64_t g = j / l.vec, v = j % l.vec;
+    Value t = l.vec == 1 ? tid : Value(arith::MulIOp::create(b, loc, tid, i32(l.vec)));
+    return arith::AddIOp::create(b, loc, t, i32(g * threads * l.vec + v));
+  }
+
+  //===--------------------------------------------------------------------===//
+  // Strides along the last dimension (0: same value, 1: consecutive), used to
+  // find vectorisable global accesses. Unknown values have no entry.
+  //===--------------------------------------------------------------------===//
+
+  DenseMap<Value, int64_t> strides;
+  std::optional<int64_t> strideOf(Value v) {
+    auto it = values.find(v);
+    if (it != values.end() && it->second.size() == 1)
+      return 0;
+    auto s = strides.find(v);
+    if (s == strides.end())
+      return std::nullopt;
+    return s->second;
+  }
+  void setStride(Value v, std::optional<int64_t> s) {
+    if (s && (*s == 0 || *s == 1))
+      strides[v] = *s;
+  }
+  /// Stride of an element-wise integer op's result from its operands'.
+  std::optional<int64_t> strideThrough(Operation *op) {
+    auto sa = op->getNumOperands() > 0 ? strideOf(op->getOperand(0)) : std::nullopt;
+    auto sb = op->getNumOperands() > 1 ? strideOf(op->getOperand(1)) : std::nullopt;
+    if (llvm::all_of(op->getOperands(), [&](Value v) { return strideOf(v) == 0; }))
+      return 0;
+    if (!sa || !sb)
+      return std::nullopt;
+    if (isa<arith::AddIOp>(op))
+      return *sa + *sb;
+    if (isa<arith::SubIOp>(op))
+      return *sa - *sb;
+    if (isa<arith::MulIOp>(op)) {
+      // x * 1 keeps x's stride.
+      for (int i = 0; i < 2; ++i) {
+        APInt c;
+        if (strideOf(op->getOperand(1 - i)) == 0 &&
+            matchPattern(op->getOperand(1 - i), m_ConstantInt(&c)) && c.isOne())
+          return i == 0 ? sa : sb;
+      }
+    }
+    if (isa<arith::ExtSIOp, arith::ExtUIOp, arith::IndexCastOp>(op))
+      return sa;
+    return std::nullopt;
+  }
+
+  /// The elements this thread holds of `v` in the value's own layout.
+  SmallVector<Value> raw(Value v) {
+    auto it = values.find(v);
+    assert(it != values.end() && "value emitted before use");
+    return it->second;
+  }
+  /// The elements of `v` in the default (distributed or replicated) layout,
+  /// converting a tensor-core accumulator once, through shared memory.
+  SmallVector<Value> get(Value v) {
+    auto m = mma.find(v);
+    if (m == mma.end())
+      return raw(v);
+    auto cached = defaults.find(v);
+    if (cached != defaults.end())
+      return cached->second;
+    SmallVector<Value> in = raw(v);
+    SmallVector<Value> out;
+    if (in.size() == 1) {
+      out = in;
+    } else {
+      auto tile = cast<RankedTensorType>(v.getType());
+      Type stored = storageType(tile.getElementType());
+      Mma info = m->second;
+      for (int64_t j = 0; j < int64_t(in.size()); ++j)
+        storeSmem(0, mmaFlat(info, j), in[j]);
+      reserveSmem(tile.getNumElements() * byteSize(stored));
+      barrier();
+      Layout l = layoutOf(tile);
+      for (int64_t j = 0; j < l.perThread; ++j)
+        out.push_back(loadSmem(0, flatIndex(l, j), stored));
+      barrier();
+    }
+    defaults[v] = out;
+    return out;
+  }
+  Value elem(Value v, int64_t j) {
+    auto vs = get(v);
+    return vs.size() == 1 ? vs[0] : vs[j];
+  }
+  static Value pick(ArrayRef<Value> vs, int64_t j) { return vs.size() == 1 ? vs[0] : vs[j]; }
+
+  //===--------------------------------------------------------------------===//
+  // Tensor-core accumulator layout (mma.sync m16n8k16)
+  //===--------------------------------------------------------------------===//
+
+  /// An (M, N) tile split over wm x wn warps; each warp owns an (M/wm, N/wn)
+  /// region of 16x8 mma tiles, 4 f32 per thread per tile.
+  struct Mma {
+    int64_t M, N, wm, wn;
+    int64_t tilesM() const { return M / wm / 16; }
+    int64_t tilesN() const { return N / wn / 8; }
+    int64_t perThread() const { return tilesM() * tilesN() * 4; }
+    bool operator==(const Mma &o) const { return M == o.M && N == o.N && wm == o.wm && wn == o.wn; }
+  };
+  DenseMap<Value, Mma> mma;
+  DenseMap<Value, SmallVector<Value>> defaults;
+
+  /// The tensor-core layout `dot` uses for its result, if it can use one.
+  std::optional<Mma> mmaFor(kiln::DotOp dot) const {
+    auto a = dot.getA().getType();
+    Type in = a.getElementType();
+    if (!in.isF16() && !in.isBF16())
+      return std::nullopt;
+    int64_t M = a.getDimSize(0), K = a.getDimSize(1), N = dot.getB().getType().getDimSize(1);
+    if (K % 16 != 0)
+      return std::nullopt;
+    int warps = threads / 32;
+    std::optional<Mma> best;
+    for (int wm = 1; wm <= warps; wm *= 2) {
+      int wn = warps / wm;
+      if (M % (16 * wm) != 0 || N % (8 * wn) != 0)
+        continue;
+      Mma m{M, N, wm, wn};
+      // Prefer square warp regions: fewer fragment loads per mma.
+      auto cost = [](const Mma &x) { return std::abs(x.M / x.wm - x.N / x.wn); };
+      if (!best || cost(m) < cost(*best))
+        best = m;
+    }
+    return best;
+  }
+
+  /// Flat (row-major) index of this thread's j-th accumulator element.
+  Value mmaFlat(const Mma &m, int64_t j) {
+    int64_t tile = j / 4, r = j % 4;
+    int64_t tm = tile / m.tilesN(), tn = tile % m.tilesN();
+    Value wr = arith::DivUIOp::create(b, loc, warp, i32(m.wn));
+    Value wc = arith::RemUIOp::create(b, loc, warp, i32(m.wn));
+    Value row = arith::AddIOp::create(
+        b, loc, arith::MulIOp::create(b, loc, wr, i32(m.M / m.wm)),
+        arith::AddIOp::create(b, loc, arith::DivUIOp::create(b, loc, lane, i32(4)),
+                              i32(tm * 16 + (r >= 2 ? 8 : 0))));
+    Value col = arith::AddIOp::create(
+        b, loc, arith::MulIOp::create(b, loc, wc, i32(m.N / m.wn)),
+        arith::AddIOp::create(
+            b, loc,
+            arith::MulIOp::create(b, loc, arith::RemUIOp::create(b, loc, lane, i32(4)), i32(2)),
+            i32(tn * 8 + (r & 1))));
+    return arith::AddIOp::create(b, loc, arith::MulIOp::create(b, loc, row, i32(m.N)), col);
+  }
+
+  /// The elements of `v` in accumulator layout `m` (through shared memory
+  /// unless `v` is uniform or already there).
+  SmallVector<Value> toMma(Value v, const Mma &m) {
+    auto it = mma.find(v);
+    if (it != mma.end() && it->second == m)
+      return raw(v);
+    SmallVector<Value> in = get(v);
+    if (in.size() == 1)
+      return in;
+    auto tile = cast<RankedTensorType>(v.getType());
+    Type stored = storageType(tile.getElementType());
+    if (auto bc = v.getDefiningOp<kiln::BroadcastOp>()) {
+      // Gather from the (smaller) source of a broadcast, e.g. a bias row.
+      auto src = bc.getSrc().getType();
+      if (get(bc.getSrc()).size() == 1)
+        return get(bc.getSrc());
+      reserveSmem(spill(bc.getSrc(), 0));
+      barrier();
+      SmallVector<Value> out;
+      for (int64_t j = 0; j < m.perThread(); ++j) {
+        SmallVector<Value> idx = unravel(mmaFlat(m, j), tile.getShape());
+        for (int64_t d = 0; d < tile.getRank(); ++d)
+          if (src.getDimSize(d) == 1)
+            idx[d] = i32(0);
+        out.push_back(loadSmem(0, ravel(idx, src.getShape()), stored));
+      }
+      barrier();
+      return out;
+    }
+    reserveSmem(spill(v, 0));
+    barrier();
+    SmallVector<Value> out;
+    for (int64_t j = 0; j < m.perThread(); ++j)
+      out.push_back(loadSmem(0, mmaFlat(m, j), stored));
+    barrier();
+    return out;
+  }
+
+  /// The accumulator layout shared by `operands` when one of them has it.
+  std::optional<Mma> commonMma(ValueRange operands, Type result) {
+    for (Value v : operands) {
+      auto it = mma.find(v);
+      if (it != mma.end() && v.getType() == kiln::getSameShape(result, kiln::getElementTypeOrSelf(v.getType())))
+        return it->second;
+    }
+    return std::nullopt;
+  }
+
+  Type storageType(Type elem) {
+    if (isa<kiln::PtrType>(elem))
+      return b.getI64Type();
+    return elem;
+  }
+
+  /// Multi-index of flat index `flat` in `shape`, as i32 values.
+  SmallVector<Value> unravel(Value flat, ArrayRef<int64_t> shape) {
+    SmallVector<Value> idx(shape.size());
+    for (int64_t d = int64_t(shape.size()) - 1; d >= 0; --d) {
+      idx[d] = arith::RemSIOp::create(b, loc, flat, i32(shape[d]));
+      flat = arith::DivSIOp::create(b, loc, flat, i32(shape[d]));
+    }
+    return idx;
+  }
+  Value ravel(ArrayRef<Value> idx, ArrayRef<int64_t> shape) {
+    Value flat = i32(0);
+    for (size_t d = 0; d < shape.size(); ++d)
+      flat = arith::AddIOp::create(b, loc, arith::MulIOp::create(b, loc, flat, i32(shape[d])),
+                                   idx[d]);
+    return flat;
+  }
+
+  //===--------------------------------------------------------------------===//
+  // Shared memory
+  //===--------------------------------------------------------------------===//
+
+  Value smemAddr(int64_t baseBytes, Value index, Type elem) {
+    auto ptrType = LLVM::LLVMPointerType::get(b.getContext(), 3);
+    Value base = LLVM::AddressOfOp::create(b, loc, ptrType, kSmemName);
+    Value off = arith::AddIOp::create(
+        b, loc, i32(baseBytes), arith::MulIOp::create(b, loc, index, i32(byteSize(elem))));
+    return LLVM::GEPOp::create(b, loc, ptrType, b.getI8Type(), base, ValueRange{off});
+  }
+  void reserveSmem(int64_t bytes) { smemBytes = std::max(smemBytes, bytes); }
+  void barrier() { gpu::BarrierOp::create(b, loc); }
+
+  void storeSmem(int64_t base, Value index, Value v) {
+    Value x = v.getType().isInteger(1) ? Value(arith::ExtUIOp::create(b, loc, b.getI8Type(), v)) : v;
+    LLVM::StoreOp::create(b, loc, x, smemAddr(base, index, x.getType()));
+  }
+  Value loadSmem(int64_t base, Value index, Type elem) {
+    Type stored = elem.isInteger(1) ? b.getI8Type() : elem;
+    Value v = LLVM::LoadOp::create(b, loc, stored, smemAddr(base, index, stored));
+    if (elem.isInteger(1))
+      v = arith::TruncIOp::create(b, loc, elem, v);
+    return v;
+  }
+  /// Writes every element this thread holds of `v` at its flat index; returns bytes used.
+  /// Index of element (row, col) of a (rows, cols) 16-bit matrix in shared
+  /// memory with its 16-byte chunks XOR-swizzled by the row, so that the eight
+  /// rows an ldmatrix reads fall in different banks.
+  Value swizzled(Value row, Value col, int64_t cols) {
+    int64_t chunks = cols / 8;
+    int64_t mask = std::min<int64_t>(chunks, 8) - 1;
+    Value chunk = arith::DivUIOp::create(b, loc, col, i32(8));
+    Value within = arith::RemUIOp::create(b, loc, col, i32(8));
+    Value perm = arith::XOrIOp::create(b, loc, chunk, arith::AndIOp::create(b, loc, row, i32(mask)));
+    return arith::AddIOp::create(
+        b, loc, arith::MulIOp::create(b, loc, row, i32(cols)),
+        arith::AddIOp::create(b, loc, arith::MulIOp::create(b, loc, perm, i32(8)), within));
+  }
+  static bool swizzlable(int64_t cols) {
+    return cols % 8 == 0 && llvm::isPowerOf2_64(uint64_t(cols / 8));
+  }
+
+  /// Writes every element this thread holds of `v` at its flat index (for
+  /// `swizzle`, at its swizzled index: 2-D 16-bit tiles); returns bytes used.
+  int64_t spill(Value v, int64_t base, bool swizzle = false) {
+    auto tile = cast<RankedTensorType>(v.getType());
+    Type stored = storageType(tile.getElementType());
+    Layout l = layoutOf(tile);
+    SmallVector<Value> vs = get(v);
+    int64_t width = vectorWidth(l, stored);
+    int64_t cols = tile.getShape().back();
+    auto index = [&](int64_t j) -> Value {
+      Value flat = flatIndex(l, j);
+      if (!swizzle)
+        return flat;
+      return swizzled(arith::DivUIOp::create(b, loc, flat, i32(cols)),
+                      arith::RemUIOp::create(b, loc, flat, i32(cols)), cols);
+    };
+    for (int64_t j = 0; j < l.perThread; j += width) {
+      if (width == 1) {
+        storeSmem(base, index(j), pick(vs, j));
+        continue;
+      }
+      SmallVector<Value> part;
+      for (int64_t k = 0; k < width; ++k)
+        part.push_back(pick(vs, j + k));
+      Value vec = pack(part);
+      LLVM::StoreOp::create(b, loc, vec, smemAddr(base, index(j), stored),
+                            width * byteSize(stored));
+    }
+    return tile.getNumElements() * std::max<int64_t>(byteSize(stored), 1);
+  }
+
+  /// Elements per vector access for layout `l` and element type `t` (at most 16 bytes).
+  int64_t vectorWidth(const Layout &l, Type t) {
+    if (!l.distributed || l.vec == 1 || t.isInteger(1))
+      return 1;
+    return std::min<int64_t>(l.vec, 16 / byteSize(t));
+  }
+  Value pack(ArrayRef<Value> elems) {
+    auto type = VectorType::get({int64_t(elems.size())}, elems[0].getType());
+    Value v = LLVM::UndefOp::create(b, loc, type);
+    for (auto [i, e] : llvm::enumerate(elems))
+      v = LLVM::InsertElementOp::create(b, loc, v, e, i32(i));
+    return v;
+  }
+  SmallVector<Value> unpack(Value vec, int64_t n) {
+    SmallVector<Value> out;
+    for (int64_t i = 0; i < n; ++i)
+      out.push_back(LLVM::ExtractElementOp::create(b, loc, vec, i32(i)));
+    return out;
+  }
+
+  //===--------------------------------------------------------------------===//
+  // Ops
+  //===--------------------------------------------------------------------===//
+
+  LogicalResult emitBlock(Block &block);
+
+  LogicalResult emitOp(Operation *op);
+
+  LogicalResult emitConstant(arith::ConstantOp c);
+
+  LogicalResult emitElementwise(Operation *op);
+
+  LogicalResult emitFor(scf::ForOp forOp);
+
+  LogicalResult emitBroadcast(kiln::BroadcastOp bc);
+
+  LogicalResult emitAddPtr(kiln::AddPtrOp ap);
+
+  Value globalPtr(Value addr);
+
+  /// A group of `width` loads: one vector load when the pointers are
+  /// consecutive (known statically), the first is aligned and every mask bit is
+  /// set (checked at run time), element loads otherwise.
+  SmallVector<Value> loadGroup(Type elemType, ArrayRef<Value> addrs, ArrayRef<Value> masks,
+                               ArrayRef<Value> fills);
+
+  Value loadOne(Type elemType, Value addr, Value mask, Value fill);
+
+  LogicalResult emitLoad(kiln::LoadOp ld);
+
+  LogicalResult emitStore(kiln::StoreOp st);
+
+  void storeOne(Value addr, Value v, Value mask);
+
+  Value combine(kiln::ReduceKind kind, Value x, Value y) { return kiln::emitCombine(b, loc, kind, x, y); }
+
+  LogicalResult emitReduce(kiln::ReduceOp red);
+
+  LogicalResult emitArgMax(kiln::ArgMaxOp am);
+
+  LogicalResult emitDot(kiln::DotOp dot);
+
+  /// dot on tensor cores: A and B are staged in shared memory (row-major),
+  /// each warp loads its A (16x16) and B (16x8) fragments and issues
+  /// mma.sync.m16n8k16 with f32 accumulation into the accumulator layout.
+  LogicalResult emitMmaDot(kiln::DotOp dot, const Mma &m);
+};
+
+} // namespace kiln::gpu_lowering
+
+#endif // KILN_LOWERING_GPUEMITTER_H

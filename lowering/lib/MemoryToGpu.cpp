@@ -1,0 +1,191 @@
+//===- MemoryToGpu.cpp - kiln addptr/load/store as per-thread accesses ----===//
+#include "GpuEmitter.h"
+
+namespace kiln::gpu_lowering {
+
+LogicalResult Emitter::emitAddPtr(kiln::AddPtrOp ap) {
+  if (auto sp = strideOf(ap.getPtr()), so = strideOf(ap.getOffset()); sp && so && *sp == 0)
+    setStride(ap, so);
+  Type pointee = cast<kiln::PtrType>(kiln::getElementTypeOrSelf(ap.getType())).getPointeeType();
+  Layout l = layoutOf(ap.getType());
+  bool uniform = get(ap.getPtr()).size() == 1 && get(ap.getOffset()).size() == 1;
+  Value size = arith::ConstantOp::create(b, loc, b.getI64IntegerAttr(byteSize(pointee)));
+  auto &out = values[ap];
+  for (int64_t j = 0; j < (uniform ? 1 : l.perThread); ++j) {
+    Value off = elem(ap.getOffset(), j);
+    if (off.getType().getIntOrFloatBitWidth() < 64)
+      off = arith::ExtSIOp::create(b, loc, b.getI64Type(), off);
+    Value bytes = arith::MulIOp::create(b, loc, off, size);
+    out.push_back(arith::AddIOp::create(b, loc, elem(ap.getPtr(), j), bytes));
+  }
+  return success();
+}
+
+Value Emitter::globalPtr(Value addr) {
+  return LLVM::IntToPtrOp::create(b, loc, LLVM::LLVMPointerType::get(b.getContext(), 1), addr);
+}
+
+SmallVector<Value> Emitter::loadGroup(Type elemType, ArrayRef<Value> addrs, ArrayRef<Value> masks,
+                             ArrayRef<Value> fills) {
+  int64_t width = addrs.size();
+  auto vecType = VectorType::get({width}, elemType);
+  int64_t bytes = width * byteSize(elemType);
+  Value aligned = arith::CmpIOp::create(
+      b, loc, arith::CmpIPredicate::eq,
+      arith::AndIOp::create(b, loc, addrs[0],
+                            arith::ConstantOp::create(b, loc, b.getI64IntegerAttr(bytes - 1))),
+      arith::ConstantOp::create(b, loc, b.getI64IntegerAttr(0)));
+  Value fast = aligned;
+  for (Value m : masks)
+    fast = arith::AndIOp::create(b, loc, fast, m);
+  SmallVector<Type> types(width, elemType);
+  auto ifOp = scf::IfOp::create(
+      b, loc, fast,
+      [&](OpBuilder &bb, Location ll) {
+        Value p = LLVM::IntToPtrOp::create(bb, ll, LLVM::LLVMPointerType::get(bb.getContext(), 1), addrs[0]);
+        Value v = LLVM::LoadOp::create(bb, ll, vecType, p, bytes);
+        SmallVector<Value> parts;
+        for (int64_t i = 0; i < width; ++i)
+          parts.push_back(LLVM::ExtractElementOp::create(
+              bb, ll, v, arith::ConstantOp::create(bb, ll, bb.getI32IntegerAttr(i))));
+        scf::YieldOp::create(bb, ll, parts);
+      },
+      [&](OpBuilder &bb, Location ll) {
+        OpBuilder::InsertionGuard guard(b);
+        b.setInsertionPoint(bb.getInsertionBlock(), bb.getInsertionPoint());
+        SmallVector<Value> parts;
+        for (int64_t i = 0; i < width; ++i)
+          parts.push_back(loadOne(elemType, addrs[i], masks.empty() ? Value() : masks[i],
+                                  fills.empty() ? Value() : fills[i]));
+        scf::YieldOp::create(b, ll, parts);
+      });
+  return SmallVector<Value>(ifOp.getResults().begin(), ifOp.getResults().end());
+}
+
+Value Emitter::loadOne(Type elemType, Value addr, Value mask, Value fill) {
+  auto emitLoad = [&](OpBuilder &bb, Location ll) -> Value {
+    Value p = LLVM::IntToPtrOp::create(bb, ll, LLVM::LLVMPointerType::get(bb.getContext(), 1), addr);
+    return LLVM::LoadOp::create(bb, ll, elemType, p, byteSize(elemType));
+  };
+  if (!mask)
+    return emitLoad(b, loc);
+  if (!fill)
+    fill = arith::ConstantOp::create(b, loc, b.getZeroAttr(elemType));
+  auto ifOp = scf::IfOp::create(
+      b, loc, mask,
+      [&](OpBuilder &bb, Location ll) { scf::YieldOp::create(bb, ll, emitLoad(bb, ll)); },
+      [&](OpBuilder &bb, Location ll) { scf::YieldOp::create(bb, ll, fill); });
+  return ifOp.getResult(0);
+}
+
+LogicalResult Emitter::emitLoad(kiln::LoadOp ld) {
+  Type elemType = kiln::getElementTypeOrSelf(ld.getType());
+  if (elemType.isInteger(1))
+    return ld.emitError("convert-kiln-to-gpu: loads of i1 are not supported");
+  Layout l = layoutOf(ld.getType());
+  int64_t width = vectorWidth(l, elemType);
+  if (width > 1 && strideOf(ld.getPtr()) == 1) {
+    SmallVector<Value> ptrs = get(ld.getPtr());
+    SmallVector<Value> masks = ld.getMask() ? get(ld.getMask()) : SmallVector<Value>{};
+    SmallVector<Value> fills = ld.getOther() ? get(ld.getOther()) : SmallVector<Value>{};
+    SmallVector<Value> out;
+    for (int64_t j = 0; j < l.perThread; j += width) {
+      SmallVector<Value> a, m, f;
+      for (int64_t k = 0; k < width; ++k) {
+        a.push_back(pick(ptrs, j + k));
+        if (!masks.empty())
+          m.push_back(pick(masks, j + k));
+        if (!fills.empty())
+          f.push_back(pick(fills, j + k));
+      }
+      auto part = loadGroup(elemType, a, m, f);
+      out.append(part.begin(), part.end());
+    }
+    values[ld] = out;
+    return success();
+  }
+  auto &out = values[ld];
+  for (int64_t j = 0; j < l.perThread; ++j) {
+    Value addr = elem(ld.getPtr(), j);
+    auto emitLoad = [&](OpBuilder &bb, Location ll) -> Value {
+      Value p = LLVM::IntToPtrOp::create(bb, ll, LLVM::LLVMPointerType::get(bb.getContext(), 1), addr);
+      return LLVM::LoadOp::create(bb, ll, elemType, p, byteSize(elemType));
+    };
+    if (!ld.getMask()) {
+      out.push_back(emitLoad(b, loc));
+      continue;
+    }
+    Value fill = ld.getOther() ? elem(ld.getOther(), j)
+                               : Value(arith::ConstantOp::create(b, loc, b.getZeroAttr(elemType)));
+    auto ifOp = scf::IfOp::create(
+        b, loc, elem(ld.getMask(), j),
+        [&](OpBuilder &bb, Location ll) { scf::YieldOp::create(bb, ll, emitLoad(bb, ll)); },
+        [&](OpBuilder &bb, Location ll) { scf::YieldOp::create(bb, ll, fill); });
+    out.push_back(ifOp.getResult(0));
+  }
+  return success();
+}
+
+LogicalResult Emitter::emitStore(kiln::StoreOp st) {
+  Layout l = layoutOf(st.getValue().getType());
+  Type elemType = kiln::getElementTypeOrSelf(st.getValue().getType());
+  int64_t width = vectorWidth(l, elemType);
+  if (width > 1 && strideOf(st.getPtr()) == 1) {
+    SmallVector<Value> ptrs = get(st.getPtr()), vals = get(st.getValue());
+    SmallVector<Value> masks = st.getMask() ? get(st.getMask()) : SmallVector<Value>{};
+    int64_t bytes = width * byteSize(elemType);
+    for (int64_t j = 0; j < l.perThread; j += width) {
+      Value fast = arith::CmpIOp::create(
+          b, loc, arith::CmpIPredicate::eq,
+          arith::AndIOp::create(b, loc, pick(ptrs, j),
+                                arith::ConstantOp::create(b, loc, b.getI64IntegerAttr(bytes - 1))),
+          arith::ConstantOp::create(b, loc, b.getI64IntegerAttr(0)));
+      SmallVector<Value> part;
+      for (int64_t k = 0; k < width; ++k) {
+        part.push_back(pick(vals, j + k));
+        if (!masks.empty())
+          fast = arith::AndIOp::create(b, loc, fast, pick(masks, j + k));
+      }
+      auto ifOp = scf::IfOp::create(b, loc, fast, /*withElseRegion=*/true);
+      OpBuilder::InsertionGuard guard(b);
+      b.setInsertionPointToStart(ifOp.thenBlock());
+      Value p = globalPtr(pick(ptrs, j));
+      LLVM::StoreOp::create(b, loc, pack(part), p, bytes);
+      b.setInsertionPointToStart(ifOp.elseBlock());
+      for (int64_t k = 0; k < width; ++k)
+        storeOne(pick(ptrs, j + k), part[k], masks.empty() ? Value() : pick(masks, j + k));
+    }
+    return success();
+  }
+  for (int64_t j = 0; j < l.perThread; ++j) {
+    Value addr = elem(st.getPtr(), j), v = elem(st.getValue(), j);
+    auto emitStore = [&](OpBuilder &bb, Location ll) {
+      Value p = LLVM::IntToPtrOp::create(bb, ll, LLVM::LLVMPointerType::get(bb.getContext(), 1), addr);
+      LLVM::StoreOp::create(bb, ll, v, p, byteSize(v.getType()));
+    };
+    if (!st.getMask()) {
+      emitStore(b, loc);
+      continue;
+    }
+    auto ifOp = scf::IfOp::create(b, loc, elem(st.getMask(), j), /*withElseRegion=*/false);
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(ifOp.thenBlock());
+    emitStore(b, loc);
+  }
+  return success();
+}
+
+void Emitter::storeOne(Value addr, Value v, Value mask) {
+  auto emitStore = [&](OpBuilder &bb, Location ll) {
+    Value p = LLVM::IntToPtrOp::create(bb, ll, LLVM::LLVMPointerType::get(bb.getContext(), 1), addr);
+    LLVM::StoreOp::create(bb, ll, v, p, byteSize(v.getType()));
+  };
+  if (!mask)
+    return emitStore(b, loc);
+  auto ifOp = scf::IfOp::create(b, loc, mask, /*withElseRegion=*/false);
+  OpBuilder::InsertionGuard guard(b);
+  b.setInsertionPointToStart(ifOp.thenBlock());
+  emitStore(b, loc);
+}
+
+} // namespace kiln::gpu_lowering

@@ -1,0 +1,140 @@
+//===- ReduceToGpu.cpp - kiln broadcast/reduce/argmax across threads -----===//
+#include "GpuEmitter.h"
+
+namespace kiln::gpu_lowering {
+
+LogicalResult Emitter::emitBroadcast(kiln::BroadcastOp bc) {
+  auto src = bc.getSrc().getType();
+  auto dst = bc.getType();
+  if (src.getShape().back() == 1 && dst.getShape().back() != 1)
+    strides[bc] = 0;
+  else
+    setStride(bc, strideOf(bc.getSrc()));
+  Layout ls = layoutOf(src), ld = layoutOf(dst);
+  SmallVector<Value> in = get(bc.getSrc());
+  if (in.size() == 1) { // uniform (e.g. a splat): nothing moves
+    values[bc] = {in[0]};
+    return success();
+  }
+  auto srcFlat = [&](ArrayRef<int64_t> dstIdx) {
+    int64_t f = 0;
+    for (int64_t d = 0; d < dst.getRank(); ++d)
+      f = f * src.getDimSize(d) + (src.getDimSize(d) == 1 ? 0 : dstIdx[d]);
+    return f;
+  };
+  auto &out = values[bc];
+  if (!ls.distributed && !ld.distributed) { // both replicated: a static gather
+    for (int64_t j = 0; j < ld.perThread; ++j) {
+      SmallVector<int64_t> idx(dst.getRank());
+      int64_t f = j;
+      for (int64_t d = dst.getRank() - 1; d >= 0; --d) {
+        idx[d] = f % dst.getDimSize(d);
+        f /= dst.getDimSize(d);
+      }
+      out.push_back(in[srcFlat(idx)]);
+    }
+    return success();
+  }
+  Type elem = storageType(src.getElementType());
+  reserveSmem(spill(bc.getSrc(), 0));
+  barrier();
+  for (int64_t j = 0; j < ld.perThread; ++j) {
+    SmallVector<Value> idx = unravel(flatIndex(ld, j), dst.getShape());
+    for (int64_t d = 0; d < dst.getRank(); ++d)
+      if (src.getDimSize(d) == 1)
+        idx[d] = i32(0);
+    out.push_back(loadSmem(0, ravel(idx, src.getShape()), elem));
+  }
+  barrier();
+  return success();
+}
+
+LogicalResult Emitter::emitReduce(kiln::ReduceOp red) {
+  auto src = red.getSrc().getType();
+  Type elemType = src.getElementType();
+  Layout ls = layoutOf(src);
+  SmallVector<Value> in = get(red.getSrc());
+  int64_t axis = red.getAxis();
+  bool shuffleable = elemType.isF32() || elemType.isInteger(32);
+  if (src.getRank() == 1 && ls.distributed && in.size() > 1 && shuffleable) {
+    // Per thread, then butterfly shuffles within the warp, then across warps.
+    Value acc = in[0];
+    for (size_t j = 1; j < in.size(); ++j)
+      acc = combine(red.getKind(), acc, in[j]);
+    for (int off = 16; off >= 1; off /= 2) {
+      auto shfl = gpu::ShuffleOp::create(b, loc, acc, i32(off), i32(32), gpu::ShuffleMode::XOR);
+      acc = combine(red.getKind(), acc, shfl.getShuffleResult());
+    }
+    int warps = threads / 32;
+    if (warps > 1) {
+      reserveSmem(warps * byteSize(elemType));
+      Value isLane0 = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, lane, i32(0));
+      auto ifOp = scf::IfOp::create(b, loc, isLane0, false);
+      {
+        OpBuilder::InsertionGuard guard(b);
+        b.setInsertionPointToStart(ifOp.thenBlock());
+        storeSmem(0, warp, acc);
+      }
+      barrier();
+      acc = loadSmem(0, i32(0), elemType);
+      for (int w = 1; w < warps; ++w)
+        acc = combine(red.getKind(), acc, loadSmem(0, i32(w), elemType));
+      barrier();
+    }
+    values[red] = {acc};
+    return success();
+  }
+  // General path: through shared memory, each result element folds its row.
+  reserveSmem(spill(red.getSrc(), 0));
+  barrier();
+  SmallVector<int64_t> dstShape(src.getShape());
+  dstShape.erase(dstShape.begin() + axis);
+  Layout ld = layoutOf(red.getType());
+  auto &out = values[red];
+  for (int64_t j = 0; j < ld.perThread; ++j) {
+    SmallVector<Value> idx = dstShape.empty() ? SmallVector<Value>{}
+                                              : unravel(flatIndex(ld, j), dstShape);
+    idx.insert(idx.begin() + axis, i32(0));
+    Value acc = loadSmem(0, ravel(idx, src.getShape()), elemType);
+    for (int64_t k = 1; k < src.getDimSize(axis); ++k) {
+      idx[axis] = i32(k);
+      acc = combine(red.getKind(), acc, loadSmem(0, ravel(idx, src.getShape()), elemType));
+    }
+    out.push_back(acc);
+  }
+  barrier();
+  return success();
+}
+
+LogicalResult Emitter::emitArgMax(kiln::ArgMaxOp am) {
+  auto src = am.getSrc().getType();
+  Type elemType = src.getElementType();
+  int64_t axis = am.getAxis();
+  reserveSmem(spill(am.getSrc(), 0));
+  barrier();
+  SmallVector<int64_t> dstShape(src.getShape());
+  dstShape.erase(dstShape.begin() + axis);
+  Layout ld = layoutOf(am.getType());
+  bool fp = isa<FloatType>(elemType);
+  auto &out = values[am];
+  for (int64_t j = 0; j < ld.perThread; ++j) {
+    SmallVector<Value> idx = dstShape.empty() ? SmallVector<Value>{}
+                                              : unravel(flatIndex(ld, j), dstShape);
+    idx.insert(idx.begin() + axis, i32(0));
+    Value best = loadSmem(0, ravel(idx, src.getShape()), elemType);
+    Value bestIdx = i32(0);
+    for (int64_t k = 1; k < src.getDimSize(axis); ++k) {
+      idx[axis] = i32(k);
+      Value x = loadSmem(0, ravel(idx, src.getShape()), elemType);
+      Value gt = fp ? Value(arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OGT, x, best))
+                    : Value(arith::CmpIOp::create(b, loc, arith::CmpIPredicate::sgt, x, best));
+      best = arith::SelectOp::create(b, loc, gt, x, best);
+      bestIdx = arith::SelectOp::create(b, loc, gt, i32(k), bestIdx);
+    }
+    out.push_back(bestIdx);
+  }
+  barrier();
+  return success();
+}
+
+} // namespace kiln::gpu_lowering
