@@ -26,7 +26,7 @@ struct ConvertKilnToGpuPass : kiln::impl::ConvertKilnToGpuBase<ConvertKilnToGpuP
     ModuleOp module = getOperation();
     MLIRContext *ctx = &getContext();
     if (numWarps < 1 || numWarps > 32) {
-      module.emitError("num-warps must be in [1, 32], got ") << numWarps;
+      module.emitError("num-warps must be in [1, 32], got ") << static_cast<int>(numWarps);
       return signalPassFailure();
     }
     SmallVector<func::FuncOp> kernels;

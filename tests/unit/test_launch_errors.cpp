@@ -61,3 +61,14 @@ TEST_CASE("a CUDA kernel compiles without a GPU; launching it without one is a c
     CHECK_THROWS_WITH_AS(k.launch(Grid(1), buf.data(), 1.0f, 64), doctest::Contains("no GPU"), Error);
   }
 }
+
+TEST_CASE("GPU compile options out of range are clear errors") {
+  CompileOptions warps;
+  warps.num_warps = 0;
+  CHECK_THROWS_WITH_AS(compile<Fill>(Target::cuda("sm_90a"), warps),
+                       doctest::Contains("num_warps must be in [1, 32], got 0"), Error);
+  CompileOptions stages;
+  stages.num_stages = 3;
+  CHECK_THROWS_WITH_AS(compile<Fill>(Target::cuda("sm_90a"), stages),
+                       doctest::Contains("num_stages must be 1 or 2, got 3"), Error);
+}
