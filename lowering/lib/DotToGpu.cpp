@@ -7,7 +7,7 @@ LogicalResult Emitter::emitDot(kiln::DotOp dot) {
   if (std::optional<Mma> m = mmaFor(dot))
     return emitMmaDot(dot, *m);
   auto at = dot.getA().getType(), bt = dot.getB().getType();
-  int64_t M = at.getDimSize(0), K = at.getDimSize(1), N = bt.getDimSize(1);
+  int64_t K = at.getDimSize(1), N = bt.getDimSize(1);
   Type in = at.getElementType();
   int64_t aBytes = spill(dot.getA(), 0);
   int64_t bBase = (aBytes + 15) / 16 * 16;
@@ -38,7 +38,6 @@ LogicalResult Emitter::emitDot(kiln::DotOp dot) {
     out.push_back(loop.getResult(0));
   }
   barrier();
-  (void)M;
   return success();
 }
 
