@@ -63,3 +63,37 @@ Value kiln::emitCombine(OpBuilder &b, Location loc, ReduceKind kind, Value x, Va
   }
   llvm_unreachable("unknown reduce kind");
 }
+
+namespace {
+int64_t accessBytes(Type t) { return std::max<int64_t>(1, t.getIntOrFloatBitWidth() / 8); }
+} // namespace
+
+Value kiln::emitMaskedLoad(OpBuilder &b, Location loc, Type elem, Value addr, Value mask,
+                           Value fill, unsigned addrSpace) {
+  auto emitLoad = [&](OpBuilder &bb, Location l) -> Value {
+    Value p = LLVM::IntToPtrOp::create(bb, l, LLVM::LLVMPointerType::get(bb.getContext(), addrSpace), addr);
+    return LLVM::LoadOp::create(bb, l, elem, p, accessBytes(elem));
+  };
+  if (!mask)
+    return emitLoad(b, loc);
+  if (!fill)
+    fill = arith::ConstantOp::create(b, loc, b.getZeroAttr(elem));
+  auto ifOp = scf::IfOp::create(
+      b, loc, mask, [&](OpBuilder &bb, Location l) { scf::YieldOp::create(bb, l, emitLoad(bb, l)); },
+      [&](OpBuilder &bb, Location l) { scf::YieldOp::create(bb, l, fill); });
+  return ifOp.getResult(0);
+}
+
+void kiln::emitMaskedStore(OpBuilder &b, Location loc, Value addr, Value value, Value mask,
+                           unsigned addrSpace) {
+  auto emitStore = [&](OpBuilder &bb, Location l) {
+    Value p = LLVM::IntToPtrOp::create(bb, l, LLVM::LLVMPointerType::get(bb.getContext(), addrSpace), addr);
+    LLVM::StoreOp::create(bb, l, value, p, accessBytes(value.getType()));
+  };
+  if (!mask)
+    return emitStore(b, loc);
+  auto ifOp = scf::IfOp::create(b, loc, mask, /*withElseRegion=*/false);
+  OpBuilder::InsertionGuard guard(b);
+  b.setInsertionPointToStart(ifOp.thenBlock());
+  emitStore(b, loc);
+}

@@ -16,40 +16,12 @@ namespace {
 
 int64_t byteSize(Type elem) { return std::max<int64_t>(1, elem.getIntOrFloatBitWidth() / 8); }
 
-Value zeroOf(OpBuilder &b, Location loc, Type t) {
-  return arith::ConstantOp::create(b, loc, b.getZeroAttr(t));
-}
-
-/// Load one element from integer address `addr`, or produce `fill` if `mask` is false.
+/// Host memory is address space 0.
 Value loadElement(OpBuilder &b, Location loc, Type elem, Value addr, Value mask, Value fill) {
-  auto ptrType = LLVM::LLVMPointerType::get(b.getContext());
-  auto emitLoad = [&](OpBuilder &bb, Location l) -> Value {
-    Value p = LLVM::IntToPtrOp::create(bb, l, ptrType, addr);
-    return LLVM::LoadOp::create(bb, l, elem, p, byteSize(elem));
-  };
-  if (!mask)
-    return emitLoad(b, loc);
-  auto ifOp = scf::IfOp::create(
-      b, loc, mask,
-      [&](OpBuilder &bb, Location l) { scf::YieldOp::create(bb, l, emitLoad(bb, l)); },
-      [&](OpBuilder &bb, Location l) {
-        scf::YieldOp::create(bb, l, fill ? fill : zeroOf(bb, l, elem));
-      });
-  return ifOp.getResult(0);
+  return kiln::emitMaskedLoad(b, loc, elem, addr, mask, fill, /*addrSpace=*/0);
 }
-
 void storeElement(OpBuilder &b, Location loc, Value addr, Value value, Value mask) {
-  auto ptrType = LLVM::LLVMPointerType::get(b.getContext());
-  auto emitStore = [&](OpBuilder &bb, Location l) {
-    Value p = LLVM::IntToPtrOp::create(bb, l, ptrType, addr);
-    LLVM::StoreOp::create(bb, l, value, p, byteSize(value.getType()));
-  };
-  if (!mask)
-    return emitStore(b, loc);
-  auto ifOp = scf::IfOp::create(b, loc, mask, /*withElseRegion=*/false);
-  OpBuilder::InsertionGuard guard(b);
-  b.setInsertionPointToStart(ifOp.thenBlock());
-  emitStore(b, loc);
+  kiln::emitMaskedStore(b, loc, addr, value, mask, /*addrSpace=*/0);
 }
 
 struct AddPtrLowering : OpConversionPattern<kiln::AddPtrOp> {

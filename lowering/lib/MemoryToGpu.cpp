@@ -63,19 +63,7 @@ SmallVector<Value> Emitter::loadGroup(Type elemType, ArrayRef<Value> addrs, Arra
 }
 
 Value Emitter::loadOne(Type elemType, Value addr, Value mask, Value fill) {
-  auto emitLoad = [&](OpBuilder &bb, Location ll) -> Value {
-    Value p = LLVM::IntToPtrOp::create(bb, ll, LLVM::LLVMPointerType::get(bb.getContext(), 1), addr);
-    return LLVM::LoadOp::create(bb, ll, elemType, p, byteSize(elemType));
-  };
-  if (!mask)
-    return emitLoad(b, loc);
-  if (!fill)
-    fill = arith::ConstantOp::create(b, loc, b.getZeroAttr(elemType));
-  auto ifOp = scf::IfOp::create(
-      b, loc, mask,
-      [&](OpBuilder &bb, Location ll) { scf::YieldOp::create(bb, ll, emitLoad(bb, ll)); },
-      [&](OpBuilder &bb, Location ll) { scf::YieldOp::create(bb, ll, fill); });
-  return ifOp.getResult(0);
+  return kiln::emitMaskedLoad(b, loc, elemType, addr, mask, fill, /*addrSpace=*/1);
 }
 
 LogicalResult Emitter::emitLoad(kiln::LoadOp ld) {
@@ -104,25 +92,14 @@ LogicalResult Emitter::emitLoad(kiln::LoadOp ld) {
     values[ld] = out;
     return success();
   }
-  auto &out = values[ld];
-  for (int64_t j = 0; j < l.perThread; ++j) {
-    Value addr = elem(ld.getPtr(), j);
-    auto emitLoad = [&](OpBuilder &bb, Location ll) -> Value {
-      Value p = LLVM::IntToPtrOp::create(bb, ll, LLVM::LLVMPointerType::get(bb.getContext(), 1), addr);
-      return LLVM::LoadOp::create(bb, ll, elemType, p, byteSize(elemType));
-    };
-    if (!ld.getMask()) {
-      out.push_back(emitLoad(b, loc));
-      continue;
-    }
-    Value fill = ld.getOther() ? elem(ld.getOther(), j)
-                               : Value(arith::ConstantOp::create(b, loc, b.getZeroAttr(elemType)));
-    auto ifOp = scf::IfOp::create(
-        b, loc, elem(ld.getMask(), j),
-        [&](OpBuilder &bb, Location ll) { scf::YieldOp::create(bb, ll, emitLoad(bb, ll)); },
-        [&](OpBuilder &bb, Location ll) { scf::YieldOp::create(bb, ll, fill); });
-    out.push_back(ifOp.getResult(0));
-  }
+  SmallVector<Value> ptrs = get(ld.getPtr());
+  SmallVector<Value> masks = ld.getMask() ? get(ld.getMask()) : SmallVector<Value>{};
+  SmallVector<Value> fills = ld.getOther() ? get(ld.getOther()) : SmallVector<Value>{};
+  SmallVector<Value> out;
+  for (int64_t j = 0; j < l.perThread; ++j)
+    out.push_back(loadOne(elemType, pick(ptrs, j), masks.empty() ? Value() : pick(masks, j),
+                          fills.empty() ? Value() : pick(fills, j)));
+  values[ld] = out;
   return success();
 }
 
@@ -157,35 +134,15 @@ LogicalResult Emitter::emitStore(kiln::StoreOp st) {
     }
     return success();
   }
-  for (int64_t j = 0; j < l.perThread; ++j) {
-    Value addr = elem(st.getPtr(), j), v = elem(st.getValue(), j);
-    auto emitStore = [&](OpBuilder &bb, Location ll) {
-      Value p = LLVM::IntToPtrOp::create(bb, ll, LLVM::LLVMPointerType::get(bb.getContext(), 1), addr);
-      LLVM::StoreOp::create(bb, ll, v, p, byteSize(v.getType()));
-    };
-    if (!st.getMask()) {
-      emitStore(b, loc);
-      continue;
-    }
-    auto ifOp = scf::IfOp::create(b, loc, elem(st.getMask(), j), /*withElseRegion=*/false);
-    OpBuilder::InsertionGuard guard(b);
-    b.setInsertionPointToStart(ifOp.thenBlock());
-    emitStore(b, loc);
-  }
+  SmallVector<Value> ptrs = get(st.getPtr()), vals = get(st.getValue());
+  SmallVector<Value> masks = st.getMask() ? get(st.getMask()) : SmallVector<Value>{};
+  for (int64_t j = 0; j < l.perThread; ++j)
+    storeOne(pick(ptrs, j), pick(vals, j), masks.empty() ? Value() : pick(masks, j));
   return success();
 }
 
 void Emitter::storeOne(Value addr, Value v, Value mask) {
-  auto emitStore = [&](OpBuilder &bb, Location ll) {
-    Value p = LLVM::IntToPtrOp::create(bb, ll, LLVM::LLVMPointerType::get(bb.getContext(), 1), addr);
-    LLVM::StoreOp::create(bb, ll, v, p, byteSize(v.getType()));
-  };
-  if (!mask)
-    return emitStore(b, loc);
-  auto ifOp = scf::IfOp::create(b, loc, mask, /*withElseRegion=*/false);
-  OpBuilder::InsertionGuard guard(b);
-  b.setInsertionPointToStart(ifOp.thenBlock());
-  emitStore(b, loc);
+  kiln::emitMaskedStore(b, loc, addr, v, mask, /*addrSpace=*/1);
 }
 
 } // namespace kiln::gpu_lowering
