@@ -442,6 +442,9 @@ private:
   LogicalResult emitReduce(kiln::ReduceOp red);
 
   LogicalResult emitArgMax(kiln::ArgMaxOp am);
+  /// Through shared memory: for each element this thread holds of a result
+  /// shaped like `src` without `axis`, the elements of its row along `axis`.
+  SmallVector<SmallVector<Value>> rowsAlong(Value src, Type resultType, int64_t axis);
 
   LogicalResult emitDot(kiln::DotOp dot);
 

@@ -85,47 +85,49 @@ LogicalResult Emitter::emitReduce(kiln::ReduceOp red) {
     return success();
   }
   // General path: through shared memory, each result element folds its row.
-  reserveSmem(spill(red.getSrc(), 0));
-  barrier();
-  SmallVector<int64_t> dstShape(src.getShape());
-  dstShape.erase(dstShape.begin() + axis);
-  Layout ld = layoutOf(red.getType());
-  auto &out = values[red];
-  for (int64_t j = 0; j < ld.perThread; ++j) {
-    SmallVector<Value> idx = dstShape.empty() ? SmallVector<Value>{}
-                                              : unravel(flatIndex(ld, j), dstShape);
-    idx.insert(idx.begin() + axis, i32(0));
-    Value acc = loadSmem(0, ravel(idx, src.getShape()), elemType);
-    for (int64_t k = 1; k < src.getDimSize(axis); ++k) {
-      idx[axis] = i32(k);
-      acc = combine(red.getKind(), acc, loadSmem(0, ravel(idx, src.getShape()), elemType));
-    }
+  SmallVector<Value> out;
+  for (auto &row : rowsAlong(red.getSrc(), red.getType(), red.getAxis())) {
+    Value acc = row[0];
+    for (Value x : ArrayRef<Value>(row).drop_front())
+      acc = combine(red.getKind(), acc, x);
     out.push_back(acc);
   }
-  barrier();
+  values[red] = out;
   return success();
 }
 
-LogicalResult Emitter::emitArgMax(kiln::ArgMaxOp am) {
-  auto src = am.getSrc().getType();
-  Type elemType = src.getElementType();
-  int64_t axis = am.getAxis();
-  reserveSmem(spill(am.getSrc(), 0));
+SmallVector<SmallVector<Value>> Emitter::rowsAlong(Value src, Type resultType, int64_t axis) {
+  auto tile = cast<RankedTensorType>(src.getType());
+  Type stored = storageType(tile.getElementType());
+  reserveSmem(spill(src, 0));
   barrier();
-  SmallVector<int64_t> dstShape(src.getShape());
+  SmallVector<int64_t> dstShape(tile.getShape());
   dstShape.erase(dstShape.begin() + axis);
-  Layout ld = layoutOf(am.getType());
-  bool fp = isa<FloatType>(elemType);
-  auto &out = values[am];
+  Layout ld = layoutOf(resultType);
+  SmallVector<SmallVector<Value>> rows;
   for (int64_t j = 0; j < ld.perThread; ++j) {
     SmallVector<Value> idx = dstShape.empty() ? SmallVector<Value>{}
                                               : unravel(flatIndex(ld, j), dstShape);
     idx.insert(idx.begin() + axis, i32(0));
-    Value best = loadSmem(0, ravel(idx, src.getShape()), elemType);
-    Value bestIdx = i32(0);
-    for (int64_t k = 1; k < src.getDimSize(axis); ++k) {
+    SmallVector<Value> row;
+    for (int64_t k = 0; k < tile.getDimSize(axis); ++k) {
       idx[axis] = i32(k);
-      Value x = loadSmem(0, ravel(idx, src.getShape()), elemType);
+      row.push_back(loadSmem(0, ravel(idx, tile.getShape()), stored));
+    }
+    rows.push_back(row);
+  }
+  barrier();
+  return rows;
+}
+
+LogicalResult Emitter::emitArgMax(kiln::ArgMaxOp am) {
+  bool fp = isa<FloatType>(am.getSrc().getType().getElementType());
+  SmallVector<Value> out;
+  for (auto &row : rowsAlong(am.getSrc(), am.getType(), am.getAxis())) {
+    // Strictly greater keeps the first maximum.
+    Value best = row[0], bestIdx = i32(0);
+    for (int64_t k = 1; k < int64_t(row.size()); ++k) {
+      Value x = row[k];
       Value gt = fp ? Value(arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OGT, x, best))
                     : Value(arith::CmpIOp::create(b, loc, arith::CmpIPredicate::sgt, x, best));
       best = arith::SelectOp::create(b, loc, gt, x, best);
@@ -133,7 +135,7 @@ LogicalResult Emitter::emitArgMax(kiln::ArgMaxOp am) {
     }
     out.push_back(bestIdx);
   }
-  barrier();
+  values[am] = out;
   return success();
 }
 

@@ -196,33 +196,34 @@ std::string signature(const std::string &name, std::span<const Param> params) {
 
 void CompiledKernel::launch(const Grid &grid, std::span<const KernelArg> args) const {
   auto params = this->params();
-  const std::string sig = signature(name(), params);
+  // Messages are built only on failure: launching is a hot path.
+  auto sigOf = [&] { return signature(name(), params); };
   if (args.size() != params.size())
-    throw Error("kiln: kernel " + sig + " takes " + std::to_string(params.size()) +
+    throw Error("kiln: kernel " + sigOf() + " takes " + std::to_string(params.size()) +
                 " arguments, got " + std::to_string(args.size()));
   for (std::size_t i = 0; i < args.size(); ++i) {
     const Param &p = params[i];
     const KernelArg &a = args[i];
-    std::string where = "kiln: argument " + std::to_string(i) + " of " + sig + ": ";
+    auto where = [&] { return "kiln: argument " + std::to_string(i) + " of " + sigOf() + ": "; };
     if (p.is_pointer) {
       if (a.kind != KernelArg::Kind::Pointer)
-        throw Error(where + "expects a pointer, got a " +
+        throw Error(where() + "expects a pointer, got a " +
                     (a.kind == KernelArg::Kind::Int ? "an integer" : "a float"));
       if (a.dtype != DType::Ptr && a.dtype != p.dtype)
-        throw Error(where + "expects a pointer to " + std::string(to_string(p.dtype)) +
+        throw Error(where() + "expects a pointer to " + std::string(to_string(p.dtype)) +
                     ", got a pointer to " + std::string(to_string(a.dtype)));
       if (!a.ptr)
-        throw Error(where + "null pointer");
+        throw Error(where() + "null pointer");
     } else if (is_float(p.dtype)) {
       if (a.kind != KernelArg::Kind::Float)
-        throw Error(where + "expects a " + std::string(to_string(p.dtype)) + " value, got " +
+        throw Error(where() + "expects a " + std::string(to_string(p.dtype)) + " value, got " +
                     (a.kind == KernelArg::Kind::Pointer ? "a pointer" : "an integer"));
     } else {
       if (a.kind != KernelArg::Kind::Int)
-        throw Error(where + "expects an " + std::string(to_string(p.dtype)) + " value, got " +
+        throw Error(where() + "expects an " + std::string(to_string(p.dtype)) + " value, got " +
                     (a.kind == KernelArg::Kind::Pointer ? "a pointer" : "a float"));
       if (p.dtype == DType::I32 && (a.i < INT32_MIN || a.i > INT32_MAX))
-        throw Error(where + "value " + std::to_string(a.i) + " does not fit in i32");
+        throw Error(where() + "value " + std::to_string(a.i) + " does not fit in i32");
     }
   }
   if (grid.x == 0 || grid.y == 0 || grid.z == 0)
