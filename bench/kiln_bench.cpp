@@ -97,12 +97,14 @@ template <bool BIAS> void BM_matmul(benchmark::State &state) {
   auto tune = [&] {
     if constexpr (BIAS)
       return autotune<ops::MatmulBiasGelu<f16, 64, 64, 32>, ops::MatmulBiasGelu<f16, 128, 64, 32>,
-                      ops::MatmulBiasGelu<f16, 64, 128, 32>, ops::MatmulBiasGelu<f16, 128, 128, 32>>(
-          gpu(), key, TuneSpace({4, 8}, {1, 2}), launch);
+                      ops::MatmulBiasGelu<f16, 64, 128, 32>, ops::MatmulBiasGelu<f16, 128, 128, 32>,
+                      ops::MatmulBiasGelu<f16, 128, 128, 64>, ops::MatmulBiasGelu<f16, 128, 256, 32>>(
+          gpu(), key, TuneSpace({4, 8}, {2, 3, 4}), launch);
     else
       return autotune<ops::Matmul<f16, 64, 64, 32>, ops::Matmul<f16, 128, 64, 32>,
-                      ops::Matmul<f16, 64, 128, 32>, ops::Matmul<f16, 128, 128, 32>>(
-          gpu(), key, TuneSpace({4, 8}, {1, 2}), launch);
+                      ops::Matmul<f16, 64, 128, 32>, ops::Matmul<f16, 128, 128, 32>,
+                      ops::Matmul<f16, 128, 128, 64>, ops::Matmul<f16, 128, 256, 32>>(
+          gpu(), key, TuneSpace({4, 8}, {2, 3, 4}), launch);
   };
   auto tuned = tune();
   for (auto _ : state) {
@@ -166,7 +168,7 @@ void BM_decode_mlp(benchmark::State &state) {
   auto tuned = autotune<ops::MatmulBiasGelu<f16, 16, 64, 64>, ops::MatmulBiasGelu<f16, 16, 128, 64>,
                         ops::MatmulBiasGelu<f16, 16, 32, 128>, ops::MatmulBiasGelu<f16, 64, 64, 32>>(
       gpu(), "decode " + std::to_string(M) + "x" + std::to_string(K) + "x" + std::to_string(N),
-      TuneSpace({1, 2, 4}, {1, 2}),
+      TuneSpace({1, 2, 4}, {1, 2, 3}),
       launch);
   cuda::Stream stream;
   auto graph = cuda::Graph::capture(stream, [&] {

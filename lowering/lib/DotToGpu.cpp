@@ -41,19 +41,33 @@ LogicalResult Emitter::emitDot(kiln::DotOp dot) {
   return success();
 }
 
+Emitter::SmemTile Emitter::operandTile(Value v, int64_t &scratchOffset) {
+  if (auto it = smemTiles.find(v); it != smemTiles.end())
+    return it->second;
+  auto tile = cast<RankedTensorType>(v.getType());
+  bool swizzle = keepsSwizzled(tile);
+  int64_t base = (scratchOffset + 15) / 16 * 16;
+  scratchOffset = base + spill(v, base, swizzle);
+  return SmemTile{i32(scratchBase + base), tile, swizzle};
+}
+
 LogicalResult Emitter::emitMmaDot(kiln::DotOp dot, const Mma &m) {
-  auto at = dot.getA().getType(), bt = dot.getB().getType();
-  int64_t K = at.getDimSize(1), N = bt.getDimSize(1);
+  auto at = dot.getA().getType();
+  int64_t K = at.getDimSize(1);
   Type in = at.getElementType();
   SmallVector<Value> acc = toMma(dot.getAcc(), m);
-  // ldmatrix needs swizzlable rows (a power-of-two number of 16-byte chunks)
-  // and whole 8x8 matrices per lane group.
-  int64_t layoutVecA = layoutOf(at).vec, layoutVecB = layoutOf(bt).vec;
-  bool useLdmatrix = swizzlable(K) && swizzlable(N) && layoutVecA >= 1 && layoutVecB >= 1;
-  int64_t aBytes = spill(dot.getA(), 0, useLdmatrix);
-  int64_t bBase = (aBytes + 15) / 16 * 16;
-  reserveSmem(bBase + spill(dot.getB(), bBase, useLdmatrix));
-  barrier();
+  // Operands from a ring are read in place (the ring's wait synchronised the
+  // program); others are staged in scratch first.
+  int64_t scratch = 0;
+  SmemTile ta = operandTile(dot.getA(), scratch);
+  SmemTile tb = operandTile(dot.getB(), scratch);
+  if (scratch > 0) {
+    reserveSmem(scratch);
+    barrier();
+  }
+  // ldmatrix wants swizzled rows (conflict-free) and, for B, pairs of 8-column tiles.
+  bool pairsOfB = m.tilesN() % 2 == 0;
+  bool ldmatrixA = ta.swizzled, ldmatrixB = tb.swizzled && pairsOfB;
   MLIRContext *ctx = b.getContext();
   auto pair = VectorType::get({2}, in);
   Type f32 = b.getF32Type();
@@ -72,28 +86,28 @@ LogicalResult Emitter::emitMmaDot(kiln::DotOp dot, const Mma &m) {
       return v.getType().isInteger(32) ? v : Value(LLVM::BitcastOp::create(b, loc, b.getI32Type(), v));
     return isa<VectorType>(v.getType()) ? v : Value(LLVM::BitcastOp::create(b, loc, pair, v));
   };
-  auto loadPairA = [&](Value row, Value k) -> Value { // A[row][k], A[row][k + 1]
-    Value idx = arith::AddIOp::create(b, loc, arith::MulIOp::create(b, loc, row, i32(K)), k);
-    return operand(LLVM::LoadOp::create(b, loc, pair, smemAddr(0, idx, in), 4));
+  // A[row][k], A[row][k + 1] (k even: one 16-byte chunk, swizzled or not)
+  auto loadPairA = [&](Value row, Value k) -> Value {
+    return operand(LLVM::LoadOp::create(b, loc, pair, tileAddr(ta, tileIndex(ta, row, k)), 4));
   };
   auto loadPairB = [&](Value k, Value n) -> Value { // B[k][n], B[k + 1][n]
-    Value idx0 = arith::AddIOp::create(b, loc, arith::MulIOp::create(b, loc, k, i32(N)), n);
-    Value idx1 = arith::AddIOp::create(b, loc, idx0, i32(N));
+    Value k1 = arith::AddIOp::create(b, loc, k, i32(1));
     Value v = LLVM::UndefOp::create(b, loc, pair);
-    v = LLVM::InsertElementOp::create(b, loc, v, loadSmem(bBase, idx0, in), i32(0));
-    return operand(LLVM::InsertElementOp::create(b, loc, v, loadSmem(bBase, idx1, in), i32(1)));
+    v = LLVM::InsertElementOp::create(b, loc, v, LLVM::LoadOp::create(b, loc, in, tileAddr(tb, tileIndex(tb, k, n))), i32(0));
+    return operand(LLVM::InsertElementOp::create(
+        b, loc, v, LLVM::LoadOp::create(b, loc, in, tileAddr(tb, tileIndex(tb, k1, n))), i32(1)));
   };
   // ldmatrix: lane l supplies the address of row (l % 8) of 8x8 matrix l / 8.
   Value lane8 = arith::RemUIOp::create(b, loc, lane, i32(8));
   Value quad = arith::DivUIOp::create(b, loc, lane, i32(8));
   Value quadLo = arith::RemUIOp::create(b, loc, quad, i32(2)); // matrix index bit 0
   Value quadHi = arith::DivUIOp::create(b, loc, quad, i32(2)); // matrix index bit 1
-  auto ldmatrix = [&](int64_t base, Value index, int num, bool trans) {
+  auto ldmatrix = [&](const SmemTile &t, Value index, int num, bool trans) {
     auto i32t = b.getI32Type();
     SmallVector<Type> regs(num, i32t);
     Type res = num == 1 ? Type(i32t) : Type(LLVM::LLVMStructType::getLiteral(ctx, regs));
     Value r = NVVM::LdMatrixOp::create(
-        b, loc, res, smemAddr(base, index, in), b.getI32IntegerAttr(num),
+        b, loc, res, tileAddr(t, index), b.getI32IntegerAttr(num),
         NVVM::MMALayoutAttr::get(ctx, trans ? NVVM::MMALayout::col : NVVM::MMALayout::row),
         NVVM::LdStMatrixShapeAttr::get(ctx, 8, 8),
         NVVM::LdStMatrixEltTypeAttr::get(ctx, NVVM::LdStMatrixEltType::B16));
@@ -104,57 +118,44 @@ LogicalResult Emitter::emitMmaDot(kiln::DotOp dot, const Mma &m) {
   };
   // A (16x16 at rows r0.., k0..): matrices (rows 0-7 | 8-15) x (k 0-7 | 8-15), in
   // the order of the mma A fragment.
-  auto ldmatrixA = [&](int64_t tm, int64_t k0) {
+  auto ldmatrixFragA = [&](int64_t tm, int64_t k0) {
     Value row = arith::AddIOp::create(b, loc, warpRow,
                                       arith::AddIOp::create(b, loc, lane8,
                                                             arith::MulIOp::create(b, loc, quadLo, i32(8))));
     row = arith::AddIOp::create(b, loc, row, i32(tm * 16));
     Value col = arith::AddIOp::create(b, loc, arith::MulIOp::create(b, loc, quadHi, i32(8)), i32(k0));
-    return ldmatrix(0, swizzled(row, col, K), 4, false);
+    return ldmatrix(ta, tileIndex(ta, row, col), 4, false);
   };
   // B (16 x 16 at k0.., n0..) transposed: matrices (k 0-7 | 8-15) x (n 0-7 | 8-15)
   // give b0, b1 of two adjacent 8-column mma tiles.
-  auto ldmatrixB = [&](int64_t tn, int64_t k0) {
+  auto ldmatrixFragB = [&](int64_t tn, int64_t k0) {
     Value k = arith::AddIOp::create(b, loc, lane8,
                                     arith::AddIOp::create(b, loc, arith::MulIOp::create(b, loc, quadLo, i32(8)), i32(k0)));
     Value n = arith::AddIOp::create(b, loc, warpCol,
                                     arith::AddIOp::create(b, loc, arith::MulIOp::create(b, loc, quadHi, i32(8)), i32(tn * 8)));
-    return ldmatrix(bBase, swizzled(k, n, N), 4, true);
+    return ldmatrix(tb, tileIndex(tb, k, n), 4, true);
   };
-  bool pairsOfB = m.tilesN() % 2 == 0;
   NVVM::MMATypes ptxType = in.isF16() ? NVVM::MMATypes::f16 : NVVM::MMATypes::bf16;
   for (int64_t k0 = 0; k0 < K; k0 += 16) {
     Value kLo = arith::AddIOp::create(b, loc, pairCol, i32(k0));
     Value kHi = arith::AddIOp::create(b, loc, pairCol, i32(k0 + 8));
     SmallVector<SmallVector<Value>> bFrags;
-    if (useLdmatrix && pairsOfB) {
+    if (ldmatrixB) {
       for (int64_t tn = 0; tn < m.tilesN(); tn += 2) {
-        auto r = ldmatrixB(tn, k0);
+        auto r = ldmatrixFragB(tn, k0);
         bFrags.push_back({r[0], r[1]});
         bFrags.push_back({r[2], r[3]});
       }
     } else {
       for (int64_t tn = 0; tn < m.tilesN(); ++tn) {
         Value n = arith::AddIOp::create(b, loc, colBase, i32(tn * 8));
-        auto idx = [&](Value k) { return useLdmatrix ? swizzled(k, n, N) : Value(); };
-        if (!useLdmatrix) {
-          bFrags.push_back({loadPairB(kLo, n), loadPairB(kHi, n)});
-          continue;
-        }
-        // Element loads through the swizzled layout.
-        auto pairAt = [&](Value k) -> Value {
-          Value v = LLVM::UndefOp::create(b, loc, pair);
-          v = LLVM::InsertElementOp::create(b, loc, v, loadSmem(bBase, idx(k), in), i32(0));
-          Value k1 = arith::AddIOp::create(b, loc, k, i32(1));
-          return operand(LLVM::InsertElementOp::create(b, loc, v, loadSmem(bBase, idx(k1), in), i32(1)));
-        };
-        bFrags.push_back({pairAt(kLo), pairAt(kHi)});
+        bFrags.push_back({loadPairB(kLo, n), loadPairB(kHi, n)});
       }
     }
     for (int64_t tm = 0; tm < m.tilesM(); ++tm) {
       Value r0 = arith::AddIOp::create(b, loc, rowBase, i32(tm * 16));
       Value r1 = arith::AddIOp::create(b, loc, rowBase, i32(tm * 16 + 8));
-      SmallVector<Value> aFrag = useLdmatrix ? ldmatrixA(tm, k0)
+      SmallVector<Value> aFrag = ldmatrixA ? ldmatrixFragA(tm, k0)
                                              : SmallVector<Value>{loadPairA(r0, kLo), loadPairA(r1, kLo),
                                                                   loadPairA(r0, kHi), loadPairA(r1, kHi)};
       for (int64_t tn = 0; tn < m.tilesN(); ++tn) {
@@ -174,7 +175,8 @@ LogicalResult Emitter::emitMmaDot(kiln::DotOp dot, const Mma &m) {
       }
     }
   }
-  barrier();
+  if (scratch > 0)
+    barrier(); // before the scratch area is reused
   if (acc.size() == 1)
     acc.assign(m.perThread(), acc[0]);
   values[dot] = acc;

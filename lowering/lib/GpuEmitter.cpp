@@ -12,21 +12,40 @@ LogicalResult Emitter::run(func::FuncOp src, gpu::GPUFuncOp dst) {
   warp = arith::DivUIOp::create(b, loc, tid, w);
   for (auto [from, to] : llvm::zip(src.getArguments(), dst.getArguments()))
     values[from] = {to};
+  allocateRings(src);
   if (failed(emitBlock(src.getBody().front())))
     return failure();
   gpu::ReturnOp::create(b, loc);
-  if (smemBytes > kMaxStaticSmem)
+  if (smemBytes > kMaxSmem)
     return src.emitError("kernel needs ")
-           << smemBytes << " bytes of shared memory (limit " << kMaxStaticSmem
-           << "); use smaller blocks";
+           << smemBytes << " bytes of shared memory (limit " << kMaxSmem
+           << "); use smaller blocks or fewer stages";
   if (smemBytes > 0) {
     OpBuilder::InsertionGuard guard(b);
     b.setInsertionPointToStart(module.getBody());
-    auto type = LLVM::LLVMArrayType::get(b.getI8Type(), smemBytes);
-    LLVM::GlobalOp::create(b, loc, type, /*isConstant=*/false, LLVM::Linkage::Internal,
-                           kSmemName, Attribute(), /*alignment=*/16, /*addrSpace=*/3);
+    // extern __shared__, sized at launch from kiln_smem_bytes.
+    auto type = LLVM::LLVMArrayType::get(b.getI8Type(), 0);
+    LLVM::GlobalOp::create(b, loc, type, /*isConstant=*/false, LLVM::Linkage::External,
+                           kSmemName, Attribute(), /*alignment=*/128, /*addrSpace=*/3);
+    LLVM::GlobalOp::create(b, loc, b.getI32Type(), /*isConstant=*/true, LLVM::Linkage::External,
+                           kSmemBytesName, b.getI32IntegerAttr(int32_t(smemBytes)),
+                           /*alignment=*/4, /*addrSpace=*/1);
   }
   return success();
+}
+
+void Emitter::allocateRings(func::FuncOp src) {
+  int64_t offset = 0;
+  src.walk([&](kiln::LocalAllocOp alloc) {
+    auto ring = cast<kiln::SharedType>(alloc.getType());
+    RankedTensorType tile = ring.getTileType();
+    int64_t bytes = tile.getNumElements() * byteSize(storageType(tile.getElementType()));
+    int64_t stride = (bytes + 127) / 128 * 128;
+    rings[alloc] = Ring{offset, stride};
+    offset += stride * ring.getStages();
+  });
+  scratchBase = offset;
+  smemBytes = offset;
 }
 
 LogicalResult Emitter::emitBlock(Block &block) {
@@ -65,6 +84,7 @@ LogicalResult Emitter::emitOp(Operation *op) {
   }
   if (auto s = dyn_cast<kiln::SplatOp>(op)) {
     values[s] = {get(s.getSrc())[0]};
+    strides[s] = 0;
     return success();
   }
   if (isa<kiln::ExpandDimsOp, kiln::ReshapeOp>(op)) {
@@ -98,6 +118,21 @@ LogicalResult Emitter::emitOp(Operation *op) {
     return emitAddPtr(ap);
   if (auto ld = dyn_cast<kiln::LoadOp>(op))
     return emitLoad(ld);
+  if (isa<kiln::LocalAllocOp>(op))
+    return success(); // placed by allocateRings
+  if (auto cp = dyn_cast<kiln::AsyncCopyOp>(op))
+    return emitAsyncCopy(cp);
+  if (isa<kiln::AsyncCommitOp>(op)) {
+    NVVM::CpAsyncCommitGroupOp::create(b, loc);
+    return success();
+  }
+  if (auto wait = dyn_cast<kiln::AsyncWaitOp>(op)) {
+    NVVM::CpAsyncWaitGroupOp::create(b, loc, wait.getPending());
+    barrier();
+    return success();
+  }
+  if (auto ll = dyn_cast<kiln::LocalLoadOp>(op))
+    return emitLocalLoad(ll);
   if (auto st = dyn_cast<kiln::StoreOp>(op))
     return emitStore(st);
   if (auto sel = dyn_cast<kiln::SelectOp>(op)) {
@@ -137,6 +172,7 @@ LogicalResult Emitter::emitOp(Operation *op) {
 LogicalResult Emitter::emitConstant(arith::ConstantOp c) {
   if (auto splat = dyn_cast<SplatElementsAttr>(c.getValue())) {
     values[c] = {arith::ConstantOp::create(b, loc, cast<TypedAttr>(splat.getSplatValue<Attribute>()))};
+    strides[c] = 0;
     return success();
   }
   if (isa<RankedTensorType>(c.getType()))

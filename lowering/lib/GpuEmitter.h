@@ -22,8 +22,14 @@ namespace kiln::gpu_lowering {
 using namespace mlir;
 
 
-inline constexpr int64_t kMaxStaticSmem = 48 * 1024;
+/// The most shared memory one CTA may use on sm_90 (227 KB); devices with
+/// less are checked when the kernel is loaded.
+inline constexpr int64_t kMaxSmem = 227 * 1024;
+/// The dynamic shared-memory array every kernel addresses...
 inline constexpr const char *kSmemName = "kiln_smem";
+/// ...and a global holding its size in bytes, which the runtime reads to
+/// launch the kernel with that much dynamic shared memory.
+inline constexpr const char *kSmemBytesName = "kiln_smem_bytes";
 
 /// Which elements of a value a thread holds.
 struct Layout {
@@ -101,7 +107,7 @@ private:
   DenseMap<Value, int64_t> strides;
   std::optional<int64_t> strideOf(Value v) {
     auto it = values.find(v);
-    if (it != values.end() && it->second.size() == 1)
+    if (it != values.end() && isUniform(v))
       return 0;
     auto s = strides.find(v);
     if (s == strides.end())
@@ -136,6 +142,20 @@ private:
     if (isa<arith::ExtSIOp, arith::ExtUIOp, arith::IndexCastOp>(op))
       return sa;
     return std::nullopt;
+  }
+
+  /// A distributed tile of exactly one element per thread: its one value is
+  /// this thread's element, not a value shared by every element.
+  bool oneEach(Type t) const {
+    Layout l = layoutOf(t);
+    return l.distributed && l.perThread == 1;
+  }
+  /// `v` is held as one value that stands for every element (a splat, a
+  /// scalar). One value may also be a thread's only element; see oneEach.
+  bool isUniform(Value v) {
+    auto it = values.find(v);
+    assert(it != values.end() && "value emitted before use");
+    return it->second.size() == 1 && !oneEach(v.getType());
   }
 
   /// The elements this thread holds of `v` in the value's own layout.
@@ -252,7 +272,7 @@ private:
     if (auto bc = v.getDefiningOp<kiln::BroadcastOp>()) {
       // Gather from the (smaller) source of a broadcast, e.g. a bias row.
       auto src = bc.getSrc().getType();
-      if (get(bc.getSrc()).size() == 1)
+      if (isUniform(bc.getSrc()))
         return get(bc.getSrc());
       reserveSmem(spill(bc.getSrc(), 0));
       barrier();
@@ -313,14 +333,22 @@ private:
   // Shared memory
   //===--------------------------------------------------------------------===//
 
-  Value smemAddr(int64_t baseBytes, Value index, Type elem) {
+  // Shared memory holds the rings of kiln.local_alloc at [0, scratchBase),
+  // then a scratch area reused by every op that exchanges data between
+  // threads (layout conversions, reductions, dot operands). Scratch offsets
+  // below are relative to scratchBase.
+  int64_t scratchBase = 0;
+
+  Value smemPtr(Value byteOffset) {
     auto ptrType = LLVM::LLVMPointerType::get(b.getContext(), 3);
     Value base = LLVM::AddressOfOp::create(b, loc, ptrType, kSmemName);
-    Value off = arith::AddIOp::create(
-        b, loc, i32(baseBytes), arith::MulIOp::create(b, loc, index, i32(byteSize(elem))));
-    return LLVM::GEPOp::create(b, loc, ptrType, b.getI8Type(), base, ValueRange{off});
+    return LLVM::GEPOp::create(b, loc, ptrType, b.getI8Type(), base, ValueRange{byteOffset});
   }
-  void reserveSmem(int64_t bytes) { smemBytes = std::max(smemBytes, bytes); }
+  Value smemAddr(int64_t baseBytes, Value index, Type elem) {
+    return smemPtr(arith::AddIOp::create(b, loc, i32(scratchBase + baseBytes),
+                                         arith::MulIOp::create(b, loc, index, i32(byteSize(elem)))));
+  }
+  void reserveSmem(int64_t bytes) { smemBytes = std::max(smemBytes, scratchBase + bytes); }
   void barrier() { gpu::BarrierOp::create(b, loc); }
 
   void storeSmem(int64_t base, Value index, Value v) {
@@ -351,6 +379,47 @@ private:
   static bool swizzlable(int64_t cols) {
     return cols % 8 == 0 && llvm::isPowerOf2_64(uint64_t(cols / 8));
   }
+  /// 2-D 16-bit tiles whose rows are swizzlable are kept swizzled in shared
+  /// memory, as ldmatrix wants them.
+  static bool keepsSwizzled(RankedTensorType t) {
+    return t.getRank() == 2 && t.getElementType().getIntOrFloatBitWidth() == 16 &&
+           swizzlable(t.getShape().back());
+  }
+
+  /// A tile in shared memory: where it starts (bytes, dynamic) and how its
+  /// elements are laid out (row-major, 16-byte chunks swizzled or not).
+  struct SmemTile {
+    Value base;
+    RankedTensorType type;
+    bool swizzled;
+    int64_t cols() const { return type.getShape().back(); }
+  };
+  /// Element index of (row, col) of a 2-D tile.
+  Value tileIndex(const SmemTile &t, Value row, Value col) {
+    if (t.swizzled)
+      return swizzled(row, col, t.cols());
+    return arith::AddIOp::create(b, loc, arith::MulIOp::create(b, loc, row, i32(t.cols())), col);
+  }
+  /// Element index of flat (row-major) element `flat`.
+  Value tileIndex(const SmemTile &t, Value flat) {
+    if (!t.swizzled)
+      return flat;
+    return swizzled(arith::DivUIOp::create(b, loc, flat, i32(t.cols())),
+                    arith::RemUIOp::create(b, loc, flat, i32(t.cols())), t.cols());
+  }
+  Value tileAddr(const SmemTile &t, Value index) {
+    Type elem = storageType(t.type.getElementType());
+    return smemPtr(arith::AddIOp::create(b, loc, t.base,
+                                         arith::MulIOp::create(b, loc, index, i32(byteSize(elem)))));
+  }
+
+  /// kiln.local_alloc rings: offset of buffer 0 and bytes per buffer.
+  struct Ring {
+    int64_t offset, stride;
+  };
+  DenseMap<Value, Ring> rings;
+  /// kiln.local_load results, which dot reads in place.
+  DenseMap<Value, SmemTile> smemTiles;
 
   /// Writes every element this thread holds of `v` at its flat index (for
   /// `swizzle`, at its swizzled index: 2-D 16-bit tiles); returns bytes used.
@@ -447,6 +516,14 @@ private:
   SmallVector<SmallVector<Value>> rowsAlong(Value src, Type resultType, int64_t axis);
 
   LogicalResult emitDot(kiln::DotOp dot);
+
+  /// Places the rings of kiln.local_alloc before the scratch area.
+  void allocateRings(func::FuncOp src);
+  LogicalResult emitAsyncCopy(kiln::AsyncCopyOp cp);
+  LogicalResult emitLocalLoad(kiln::LocalLoadOp ll);
+  /// `v` in shared memory: in place for a kiln.local_load result, otherwise
+  /// spilled to scratch at `scratchOffset` (advanced past it).
+  SmemTile operandTile(Value v, int64_t &scratchOffset);
 
   /// dot on tensor cores: A and B are staged in shared memory (row-major),
   /// each warp loads its A (16x16) and B (16x8) fragments and issues

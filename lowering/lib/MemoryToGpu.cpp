@@ -145,4 +145,81 @@ void Emitter::storeOne(Value addr, Value v, Value mask) {
   kiln::emitMaskedStore(b, loc, addr, v, mask, /*addrSpace=*/1);
 }
 
+LogicalResult Emitter::emitAsyncCopy(kiln::AsyncCopyOp cp) {
+  auto ringType = cast<kiln::SharedType>(cp.getRing().getType());
+  RankedTensorType tile = ringType.getTileType();
+  Type elemType = storageType(tile.getElementType());
+  if (elemType.isInteger(1))
+    return cp.emitError("convert-kiln-to-gpu: copies of i1 are not supported");
+  const Ring &ring = rings.at(cp.getRing());
+  Value stage = get(cp.getStage())[0];
+  SmemTile dst{arith::AddIOp::create(b, loc, i32(ring.offset),
+                                     arith::MulIOp::create(b, loc, stage, i32(ring.stride))),
+               tile, keepsSwizzled(tile)};
+  Layout l = layoutOf(tile);
+  SmallVector<Value> ptrs = get(cp.getPtr());
+  SmallVector<Value> masks = cp.getMask() ? get(cp.getMask()) : SmallVector<Value>{};
+  SmallVector<Value> fills = cp.getOther() ? get(cp.getOther()) : SmallVector<Value>{};
+  auto at = [](ArrayRef<Value> vs, int64_t j) { return vs.empty() ? Value() : pick(vs, j); };
+  int64_t width = vectorWidth(l, elemType);
+  int64_t bytes = width * byteSize(elemType);
+  if (bytes != 16 || strideOf(cp.getPtr()) != 1) {
+    // Element by element, synchronously; the wait's barrier publishes them.
+    for (int64_t j = 0; j < l.perThread; ++j) {
+      Value v = loadOne(elemType, pick(ptrs, j), at(masks, j), at(fills, j));
+      LLVM::StoreOp::create(b, loc, v, tileAddr(dst, tileIndex(dst, flatIndex(l, j))));
+    }
+    return success();
+  }
+  // One 16-byte cp.async per group when it is aligned and wholly unmasked;
+  // otherwise masked element loads and one vector store (tails only).
+  MLIRContext *ctx = b.getContext();
+  for (int64_t j = 0; j < l.perThread; j += width) {
+    Value fast = arith::CmpIOp::create(
+        b, loc, arith::CmpIPredicate::eq,
+        arith::AndIOp::create(b, loc, pick(ptrs, j),
+                              arith::ConstantOp::create(b, loc, b.getI64IntegerAttr(bytes - 1))),
+        arith::ConstantOp::create(b, loc, b.getI64IntegerAttr(0)));
+    for (int64_t k = 0; k < width && !masks.empty(); ++k)
+      fast = arith::AndIOp::create(b, loc, fast, pick(masks, j + k));
+    Value addr = tileAddr(dst, tileIndex(dst, flatIndex(l, j)));
+    auto ifOp = scf::IfOp::create(b, loc, fast, /*withElseRegion=*/true);
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(ifOp.thenBlock());
+    NVVM::CpAsyncOp::create(b, loc, addr, globalPtr(pick(ptrs, j)), b.getI32IntegerAttr(16),
+                            NVVM::LoadCacheModifierKindAttr::get(ctx, NVVM::LoadCacheModifierKind::CG),
+                            Value());
+    b.setInsertionPointToStart(ifOp.elseBlock());
+    SmallVector<Value> part;
+    for (int64_t k = 0; k < width; ++k)
+      part.push_back(loadOne(elemType, pick(ptrs, j + k), at(masks, j + k), at(fills, j + k)));
+    LLVM::StoreOp::create(b, loc, pack(part), addr, bytes);
+  }
+  return success();
+}
+
+LogicalResult Emitter::emitLocalLoad(kiln::LocalLoadOp ll) {
+  const Ring &ring = rings.at(ll.getRing());
+  RankedTensorType tile = ll.getType();
+  Value stage = get(ll.getStage())[0];
+  SmemTile t{arith::AddIOp::create(b, loc, i32(ring.offset),
+                                   arith::MulIOp::create(b, loc, stage, i32(ring.stride))),
+             tile, keepsSwizzled(tile)};
+  smemTiles[ll] = t;
+  // Tensor-core dots read the buffer in place; anything else gets the tile
+  // in registers.
+  bool inPlace = llvm::all_of(ll->getUsers(), [&](Operation *user) {
+    auto dot = dyn_cast<kiln::DotOp>(user);
+    return dot && mmaFor(dot) && dot.getAcc() != ll.getResult();
+  });
+  if (inPlace)
+    return success();
+  Layout l = layoutOf(tile);
+  Type elemType = storageType(tile.getElementType());
+  auto &out = values[ll];
+  for (int64_t j = 0; j < l.perThread; ++j)
+    out.push_back(LLVM::LoadOp::create(b, loc, elemType, tileAddr(t, tileIndex(t, flatIndex(l, j)))));
+  return success();
+}
+
 } // namespace kiln::gpu_lowering

@@ -50,6 +50,15 @@ void guardLoad(OpBuilder &b, kiln::LoadOp load, Value cond) {
   load.getMaskMutable().assign(mask);
 }
 
+/// True when every use of `load` is an operand of a kiln.dot: such tiles only
+/// need to reach shared memory, where the tensor cores read them.
+bool feedsOnlyDots(kiln::LoadOp load) {
+  return !load->use_empty() && llvm::all_of(load->getUses(), [](OpOperand &use) {
+    auto dot = dyn_cast<kiln::DotOp>(use.getOwner());
+    return dot && use.getOperandNumber() < 2;
+  });
+}
+
 struct PipelineLoadsPass : kiln::impl::KilnPipelineLoadsBase<PipelineLoadsPass> {
   using KilnPipelineLoadsBase::KilnPipelineLoadsBase;
 
@@ -59,46 +68,127 @@ struct PipelineLoadsPass : kiln::impl::KilnPipelineLoadsBase<PipelineLoadsPass> 
     SmallVector<scf::ForOp> loops;
     getOperation().walk([&](scf::ForOp loop) { loops.push_back(loop); });
     for (scf::ForOp loop : loops)
-      pipeline(loop);
+      if (failed(pipeline(loop)))
+        return signalPassFailure();
   }
 
-  void pipeline(scf::ForOp loop) {
-    Block *body = loop.getBody();
-    // Only loops with tensor work to hide the loads behind: in streaming
-    // loops (softmax, layernorm sweeps) the extra registers cost more than
-    // the overlap gains, measured on H200.
-    if (!llvm::any_of(*body, [](Operation &op) { return isa<kiln::DotOp>(op); }))
-      return;
-    Value iv = loop.getInductionVar();
+  /// The loads of `loop` that can be issued early, and the ops computing
+  /// their operands (in block order).
+  struct Prefetchable {
     SmallVector<kiln::LoadOp> loads;
+    SmallVector<Operation *> slice;
+  };
+  Prefetchable prefetchable(scf::ForOp loop, bool dotOperands) {
+    Block *body = loop.getBody();
+    Value iv = loop.getInductionVar();
+    Prefetchable p;
     llvm::SetVector<Operation *> slice;
     for (Operation &op : body->without_terminator()) {
       auto load = dyn_cast<kiln::LoadOp>(op);
-      if (!load)
+      if (!load || feedsOnlyDots(load) != dotOperands)
         continue;
       llvm::SetVector<Operation *> own;
       if (!collectSlice(load, body, iv, own))
         continue;
       slice.insert(own.begin(), own.end());
-      loads.push_back(load);
+      p.loads.push_back(load);
     }
-    if (loads.empty())
-      return;
-    // Clone in block order so that definitions precede uses.
-    SmallVector<Operation *> ordered(slice.begin(), slice.end());
-    llvm::sort(ordered, [](Operation *a, Operation *b) { return a->isBeforeInBlock(b); });
+    p.slice.assign(slice.begin(), slice.end());
+    llvm::sort(p.slice, [](Operation *a, Operation *b) { return a->isBeforeInBlock(b); });
+    return p;
+  }
 
+  LogicalResult pipeline(scf::ForOp loop) {
+    // Only loops with tensor work to hide the loads behind: in streaming
+    // loops (softmax, layernorm sweeps) the extra registers cost more than
+    // the overlap gains, measured on H200.
+    if (!llvm::any_of(*loop.getBody(), [](Operation &op) { return isa<kiln::DotOp>(op); }))
+      return success();
+    ringPipeline(loop);
+    return registerPrefetch(loop);
+  }
+
+  /// Dot operands go through a ring of `numStages` shared-memory buffers
+  /// filled by asynchronous copies, `numStages - 1` iterations ahead:
+  ///
+  ///   copy 0 .. S-2; commit each
+  ///   for i: wait until copy i landed (at most S-2 pending) and sync
+  ///          copy i+S-1 into the buffer iteration i-1 read; commit
+  ///          read buffer i % S, compute
+  ///   wait for all
+  void ringPipeline(scf::ForOp loop) {
+    Prefetchable p = prefetchable(loop, /*dotOperands=*/true);
+    if (p.loads.empty())
+      return;
+    int64_t stages = numStages;
+    Location loc = loop.getLoc();
+    OpBuilder b(loop);
+    auto cst = [&](int64_t v) { return arith::ConstantOp::create(b, loc, b.getI32IntegerAttr(v)); };
+    SmallVector<Value> rings;
+    for (kiln::LoadOp load : p.loads) {
+      auto tile = cast<RankedTensorType>(load.getType());
+      auto ring = kiln::SharedType::get(b.getContext(), stages, tile.getShape(), tile.getElementType());
+      rings.push_back(kiln::LocalAllocOp::create(b, load.getLoc(), ring));
+    }
+    Value iv = loop.getInductionVar();
+    // Copies of iteration `at` (guarded by at < ub) into buffer `stage`.
+    auto issue = [&](Value at, Value stage) {
+      IRMapping map;
+      map.map(iv, at);
+      for (Operation *op : p.slice)
+        b.clone(*op, map);
+      Value inRange = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt, at, loop.getUpperBound());
+      for (auto [load, ring] : llvm::zip(p.loads, rings)) {
+        Value ptr = map.lookupOrDefault(load.getPtr());
+        Value guard = kiln::SplatOp::create(b, loc, kiln::getMaskType(ptr.getType()), inRange);
+        Value mask = load.getMask() ? Value(arith::AndIOp::create(b, loc, map.lookupOrDefault(load.getMask()), guard))
+                                    : guard;
+        Value other = load.getOther() ? map.lookupOrDefault(load.getOther()) : Value();
+        kiln::AsyncCopyOp::create(b, load.getLoc(), ptr, ring, stage, mask, other);
+      }
+      kiln::AsyncCommitOp::create(b, loc);
+    };
+    for (int64_t s = 0; s + 1 < stages; ++s) {
+      Value at = arith::AddIOp::create(b, loc, loop.getLowerBound(),
+                                       arith::MulIOp::create(b, loc, loop.getStep(), cst(s)));
+      issue(at, cst(s));
+    }
+    b.setInsertionPointToStart(loop.getBody());
+    Value i = arith::DivSIOp::create(b, loc, arith::SubIOp::create(b, loc, iv, loop.getLowerBound()),
+                                     loop.getStep());
+    Value stage = arith::RemSIOp::create(b, loc, i, cst(stages));
+    Value ahead = arith::RemSIOp::create(b, loc, arith::AddIOp::create(b, loc, i, cst(stages - 1)),
+                                         cst(stages));
+    kiln::AsyncWaitOp::create(b, loc, b.getI32IntegerAttr(int32_t(stages - 2)));
+    issue(arith::AddIOp::create(b, loc, iv, arith::MulIOp::create(b, loc, loop.getStep(), cst(stages - 1))),
+          ahead);
+    for (auto [load, ring] : llvm::zip(p.loads, rings)) {
+      b.setInsertionPoint(load);
+      Value tile = kiln::LocalLoadOp::create(b, load.getLoc(), load.getType(), ring, stage);
+      load.getResult().replaceAllUsesWith(tile);
+      load.erase();
+    }
+    b.setInsertionPointAfter(loop);
+    kiln::AsyncWaitOp::create(b, loc, b.getI32IntegerAttr(0));
+  }
+
+  /// Other loads are prefetched into registers one iteration ahead.
+  LogicalResult registerPrefetch(scf::ForOp loop) {
+    Prefetchable p = prefetchable(loop, /*dotOperands=*/false);
+    if (p.loads.empty())
+      return success();
+    Value iv = loop.getInductionVar();
     // Emits the slice and the loads with induction variable `var` replaced by
     // `at`, guarded by `at < ub`.
     auto emitLoads = [&](OpBuilder &b, Value var, Value at) {
       IRMapping map;
       map.map(var, at);
-      for (Operation *op : ordered)
+      for (Operation *op : p.slice)
         b.clone(*op, map);
       Value inRange = arith::CmpIOp::create(b, loop.getLoc(), arith::CmpIPredicate::slt, at,
                                             loop.getUpperBound());
       SmallVector<Value> values;
-      for (kiln::LoadOp load : loads) {
+      for (kiln::LoadOp load : p.loads) {
         auto copy = cast<kiln::LoadOp>(b.clone(*load, map));
         guardLoad(b, copy, inRange);
         values.push_back(copy.getResult());
@@ -114,7 +204,7 @@ struct PipelineLoadsPass : kiln::impl::KilnPipelineLoadsBase<PipelineLoadsPass> 
                         .replaceWithAdditionalYields(
                             rewriter, first, /*replaceInitOperandUsesInLoop=*/false,
                             [&](OpBuilder &yb, Location loc, ArrayRef<BlockArgument> bbArgs) {
-                              for (auto [load, arg] : llvm::zip(loads, bbArgs))
+                              for (auto [load, arg] : llvm::zip(p.loads, bbArgs))
                                 load.getResult().replaceAllUsesWith(arg);
                               auto newLoop = cast<scf::ForOp>(yb.getInsertionBlock()->getParentOp());
                               // Issue the prefetch first, so that its latency overlaps the
@@ -126,9 +216,10 @@ struct PipelineLoadsPass : kiln::impl::KilnPipelineLoadsBase<PipelineLoadsPass> 
                               return emitLoads(yb, newLoop.getInductionVar(), next);
                             });
     if (failed(replaced))
-      return signalPassFailure();
-    for (kiln::LoadOp load : loads)
+      return failure();
+    for (kiln::LoadOp load : p.loads)
       load.erase();
+    return success();
   }
 };
 

@@ -12,7 +12,7 @@ LogicalResult Emitter::emitBroadcast(kiln::BroadcastOp bc) {
     setStride(bc, strideOf(bc.getSrc()));
   Layout ls = layoutOf(src), ld = layoutOf(dst);
   SmallVector<Value> in = get(bc.getSrc());
-  if (in.size() == 1) { // uniform (e.g. a splat): nothing moves
+  if (isUniform(bc.getSrc())) { // e.g. a splat: nothing moves
     values[bc] = {in[0]};
     return success();
   }
@@ -54,9 +54,9 @@ LogicalResult Emitter::emitReduce(kiln::ReduceOp red) {
   Type elemType = src.getElementType();
   Layout ls = layoutOf(src);
   SmallVector<Value> in = get(red.getSrc());
-  int64_t axis = red.getAxis();
   bool shuffleable = elemType.isF32() || elemType.isInteger(32);
-  if (src.getRank() == 1 && ls.distributed && in.size() > 1 && shuffleable) {
+  bool perThread = int64_t(in.size()) == ls.perThread && !isUniform(red.getSrc());
+  if (src.getRank() == 1 && ls.distributed && perThread && shuffleable) {
     // Per thread, then butterfly shuffles within the warp, then across warps.
     Value acc = in[0];
     for (size_t j = 1; j < in.size(); ++j)

@@ -43,6 +43,39 @@ LogicalResult PtrType::verify(function_ref<InFlightDiagnostic()> emitError, Type
   return success();
 }
 
+// !kiln.shared<STAGES x D0 x ... x ELEM>
+Type SharedType::parse(AsmParser &parser) {
+  SmallVector<int64_t> dims;
+  Type elem;
+  if (parser.parseLess() || parser.parseDimensionList(dims, /*allowDynamic=*/false) ||
+      parser.parseType(elem) || parser.parseGreater())
+    return {};
+  if (dims.size() < 2) {
+    parser.emitError(parser.getNameLoc(), "!kiln.shared needs a stage count and a tile shape");
+    return {};
+  }
+  return SharedType::getChecked([&] { return parser.emitError(parser.getNameLoc()); },
+                                parser.getContext(), dims.front(), ArrayRef(dims).drop_front(), elem);
+}
+
+void SharedType::print(AsmPrinter &printer) const {
+  printer << '<' << getStages();
+  for (int64_t d : getShape())
+    printer << 'x' << d;
+  printer << 'x' << getElementType() << '>';
+}
+
+LogicalResult SharedType::verify(function_ref<InFlightDiagnostic()> emitError, int64_t stages,
+                                 ArrayRef<int64_t> shape, Type elem) {
+  if (stages < 1)
+    return emitError() << "!kiln.shared needs at least one stage, got " << stages;
+  if (llvm::any_of(shape, [](int64_t d) { return d < 1; }))
+    return emitError() << "!kiln.shared needs a static, non-empty tile shape";
+  if (!isa<FloatType, IntegerType>(elem))
+    return emitError() << "!kiln.shared holds floats or integers, got " << elem;
+  return success();
+}
+
 Type kiln::getElementTypeOrSelf(Type t) {
   if (auto tile = dyn_cast<RankedTensorType>(t))
     return tile.getElementType();

@@ -157,6 +157,14 @@ LogicalResult LoadOp::verify() {
 // DotOp
 //===----------------------------------------------------------------------===//
 
+LogicalResult AsyncCopyOp::verify() {
+  auto ring = cast<SharedType>(getRing().getType());
+  if (getPointeeType(getPtr().getType()) != ring.getTileType())
+    return emitOpError("copies ") << getPointeeType(getPtr().getType())
+                                  << " into a ring of " << ring.getTileType();
+  return success();
+}
+
 LogicalResult DotOp::verify() {
   auto a = getA().getType(), b = getB().getType(), acc = getAcc().getType();
   if (a.getRank() != 2 || b.getRank() != 2 || acc.getRank() != 2)

@@ -130,8 +130,8 @@ CompiledKernel::CompiledKernel(TracedModulePtr traced, const Target &target,
     m.runStage("kiln cleanup", buildKilnCleanupPipeline);
     m.record(Stage::Kiln, m.print());
     int stages = m.options.num_stages;
-    if (stages < 1 || stages > 2)
-      throw Error("kiln: num_stages must be 1 or 2, got " + std::to_string(stages));
+    if (stages < 1 || stages > 8)
+      throw Error("kiln: num_stages must be in [1, 8], got " + std::to_string(stages));
     m.runStage("kiln to gpu",
                [&](OpPassManager &pm) { buildGpuKilnToGpuPipeline(pm, warps, stages); });
     m.record(Stage::Lowered, m.print());

@@ -34,6 +34,7 @@ struct Driver {
   KILN_CU_FN(cuCtxSynchronize)
   KILN_CU_FN(cuModuleLoadData, CUmodule *, const void *)
   KILN_CU_FN(cuModuleGetFunction, CUfunction *, CUmodule, const char *)
+  KILN_CU_FN(cuFuncSetAttribute, CUfunction, int, int)
   KILN_CU_FN(cuLaunchKernel, CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned,
              unsigned, unsigned, CUstream, void **, void **)
   KILN_CU_FN(cuMemAlloc_v2, CUdeviceptr *, size_t)
@@ -77,6 +78,7 @@ struct Driver {
     sym(cuDevicePrimaryCtxRetain, "cuDevicePrimaryCtxRetain");
     sym(cuCtxSetCurrent, "cuCtxSetCurrent"); sym(cuCtxSynchronize, "cuCtxSynchronize");
     sym(cuModuleLoadData, "cuModuleLoadData"); sym(cuModuleGetFunction, "cuModuleGetFunction");
+    sym(cuFuncSetAttribute, "cuFuncSetAttribute");
     sym(cuLaunchKernel, "cuLaunchKernel"); sym(cuMemAlloc_v2, "cuMemAlloc_v2");
     sym(cuMemFree_v2, "cuMemFree_v2"); sym(cuMemcpyHtoD_v2, "cuMemcpyHtoD_v2");
     sym(cuMemcpyDtoH_v2, "cuMemcpyDtoH_v2"); sym(cuMemsetD8_v2, "cuMemsetD8_v2");
@@ -268,9 +270,21 @@ struct GpuExecutable::State {
   void *function = nullptr;
 };
 
+namespace {
+/// The dynamic shared memory a kernel needs: the lowering records it as the
+/// initializer of the global `kiln_smem_bytes` (absent: none).
+unsigned sharedBytesOf(const std::string &ptx) {
+  const std::string key = "kiln_smem_bytes = ";
+  std::size_t at = ptx.find(key);
+  return at == std::string::npos ? 0u : unsigned(std::stoul(ptx.substr(at + key.size(), 16)));
+}
+constexpr int kMaxSharedPerBlockOptin = 97;    // CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN
+constexpr int kMaxDynamicSharedSizeBytes = 8;  // CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES
+} // namespace
+
 GpuExecutable::GpuExecutable(std::string ptx, std::string name, int threads)
     : ptx_(std::move(ptx)), name_(std::move(name)), threads_(threads),
-      state_(std::make_unique<State>()) {}
+      sharedBytes_(sharedBytesOf(ptx_)), state_(std::make_unique<State>()) {}
 GpuExecutable::~GpuExecutable() = default;
 
 void GpuExecutable::launch(const Grid &grid, std::span<const Param> params,
@@ -278,8 +292,20 @@ void GpuExecutable::launch(const Grid &grid, std::span<const Param> params,
   auto &d = cuda::ready();
   std::call_once(state_->once, [&] {
     cuda::check(d.cuModuleLoadData(&state_->module, ptx_.c_str()), "cuModuleLoadData");
-    cuda::check(d.cuModuleGetFunction(&state_->function, state_->module, name_.c_str()),
+    void *function = nullptr;
+    cuda::check(d.cuModuleGetFunction(&function, state_->module, name_.c_str()),
                 "cuModuleGetFunction");
+    if (sharedBytes_ > 48 * 1024) {
+      int limit = 0;
+      cuda::check(d.cuDeviceGetAttribute(&limit, kMaxSharedPerBlockOptin, d.dev), "cuDeviceGetAttribute");
+      if (int(sharedBytes_) > limit)
+        throw Error("kiln: kernel '" + name_ + "' needs " + std::to_string(sharedBytes_) +
+                    " bytes of shared memory; this GPU allows " + std::to_string(limit) +
+                    " per block (use smaller blocks or fewer stages)");
+      cuda::check(d.cuFuncSetAttribute(function, kMaxDynamicSharedSizeBytes, int(sharedBytes_)),
+                  "cuFuncSetAttribute");
+    }
+    state_->function = function;
   });
   if (!state_->function)
     throw Error("kiln: kernel '" + name_ + "' failed to load on the GPU earlier");
@@ -315,7 +341,7 @@ void GpuExecutable::launch(const Grid &grid, std::span<const Param> params,
     ptrs[i] = &s;
   }
   cuda::check(d.cuLaunchKernel(state_->function, grid.x, grid.y, grid.z, unsigned(threads_), 1, 1,
-                               0, cuda::current_stream(), ptrs.data(), nullptr),
+                               sharedBytes_, cuda::current_stream(), ptrs.data(), nullptr),
               "cuLaunchKernel");
   cuda::note_launch();
 }

@@ -133,3 +133,65 @@ TEST_CASE_TEMPLATE("matmul and matmul+bias+gelu match the reference", T, float, 
     check(dc2.fetch(), ref::matmul(a, b, M, N, K, &bias), tol, tol);
   }
 }
+
+namespace {
+/// Reductions along either axis of a 2-D tile, argmax, and a 128-element
+/// tile (one element per thread at 4 warps) reduced to a scalar and
+/// broadcast back: the shared-memory and shuffle paths of the GPU lowering.
+struct Reductions {
+  void operator()(Ptr<f32> x, Ptr<f32> colsum, Ptr<f32> colmax, Ptr<f32> rowmin, Ptr<i32> rowarg,
+                  Ptr<f32> total, Ptr<f32> spread) const {
+    auto r = arange<8>();
+    auto c = arange<128>();
+    auto offs = expand_dims<1>(r) * 128 + expand_dims<0>(c); // (8, 128)
+    auto t = load(x + offs);
+    store(colsum + c, sum<0>(t));
+    store(colmax + c, max<0>(t));
+    store(rowmin + r, min<1>(t));
+    store(rowarg + r, argmax<1>(t));
+    auto row0 = load(x + c); // (128)
+    store(total, sum(row0));
+    store(spread + offs, broadcast_to<8, 128>(expand_dims<0>(row0)) + cast<f32>(expand_dims<1>(r)));
+  }
+};
+} // namespace
+
+TEST_CASE("reductions along each axis, argmax and broadcasts match the reference") {
+  for (int warps : {1, 4, 8}) {
+    CAPTURE(warps);
+    CompileOptions options;
+    options.num_warps = warps;
+    auto k = compile<Reductions>(kCpu, options);
+    const int R = 8, C = 128;
+    std::vector<float> x(R * C);
+    for (int i = 0; i < R * C; ++i)
+      x[i] = float((i * 37) % 101) / 7.f - 6.f;
+    x[5 * C + 77] = 100.f; // a clear row maximum, and a tie below it
+    x[6 * C + 3] = x[6 * C + 90] = 99.f;
+    std::vector<float> colsum(C), colmax(C), rowmin(R), total(1), spread(R * C);
+    std::vector<int32_t> rowarg(R, -1);
+    Mem dx(x), dcs(colsum), dcm(colmax), drm(rowmin), dt(total), ds(spread);
+    Mem dra(rowarg);
+    k.launch(Grid(1), dx(), dcs(), dcm(), drm(), dra(), dt(), ds());
+    std::vector<double> wcs(C, 0), wcm(C, -1e30), wrm(R, 1e30), wt(1, 0), wsp(R * C);
+    std::vector<int32_t> wra(R, 0);
+    for (int i = 0; i < R; ++i)
+      for (int j = 0; j < C; ++j) {
+        double v = x[i * C + j];
+        wcs[j] += v;
+        wcm[j] = std::max(wcm[j], v);
+        wrm[i] = std::min(wrm[i], v);
+        if (v > x[i * C + wra[i]])
+          wra[i] = j;
+        wsp[i * C + j] = x[j] + i;
+      }
+    for (int j = 0; j < C; ++j)
+      wt[0] += x[j];
+    check(dcs.fetch(), wcs, 1e-4, 1e-5);
+    check(dcm.fetch(), wcm, 0, 0);
+    check(drm.fetch(), wrm, 0, 0);
+    check(dt.fetch(), wt, 1e-3, 1e-5);
+    check(ds.fetch(), wsp, 0, 0);
+    CHECK(dra.fetch() == wra);
+  }
+}

@@ -9,6 +9,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <vector>
 
 using namespace kiln;
 
@@ -26,9 +27,11 @@ int ptxas(const std::string &ptx, const std::string &arch, const std::string &na
   return std::system(cmd.c_str());
 }
 
-template <class K> void check_kernel(const char *must_contain = nullptr) {
+template <class K>
+std::string check_kernel(const char *must_contain = nullptr, CompileOptions options = {}) {
+  std::string last;
   for (const char *arch : {"sm_80", "sm_90a"}) {
-    auto k = compile<K>(Target::cuda(arch));
+    auto k = compile<K>(Target::cuda(arch), options);
     const std::string &ptx = k.ir(Stage::Ptx);
     CAPTURE(arch);
     CAPTURE(k.name());
@@ -37,7 +40,24 @@ template <class K> void check_kernel(const char *must_contain = nullptr) {
     CHECK(ptxas(ptx, arch, k.name()) == 0);
     if (must_contain)
       CHECK(ptx.find(must_contain) != std::string::npos);
+    last = ptx;
   }
+  return last;
+}
+
+/// The group counts of every cp.async.wait_group in `ptx`, in order.
+std::vector<int> wait_groups(const std::string &ptx) {
+  std::vector<int> out;
+  const std::string key = "cp.async.wait_group";
+  for (auto at = ptx.find(key); at != std::string::npos; at = ptx.find(key, at + 1))
+    out.push_back(std::stoi(ptx.substr(at + key.size())));
+  return out;
+}
+
+/// The dynamic shared memory a kernel declares (see kiln_smem_bytes).
+long shared_bytes(const std::string &ptx) {
+  auto at = ptx.find("kiln_smem_bytes = ");
+  return at == std::string::npos ? 0 : std::stol(ptx.substr(at + 18));
 }
 } // namespace
 
@@ -64,4 +84,34 @@ TEST_CASE("unknown architectures are rejected") {
   using Add = ops::VecAdd<f32, 128>;
   CHECK_THROWS_WITH_AS(compile<Add>(Target::cuda("sm_70")),
                        doctest::Contains("unsupported CUDA architecture 'sm_70'"), Error);
+}
+
+TEST_CASE("matmul operands are copied asynchronously into a ring of num_stages buffers") {
+  CompileOptions three;
+  three.num_stages = 3;
+  std::string ptx = check_kernel<ops::Matmul<f16, 64, 64, 32>>("cp.async.cg.shared.global", three);
+  // Each iteration waits for its own group while the next one stays in
+  // flight; everything is drained after the loop.
+  CHECK(wait_groups(ptx) == std::vector<int>{1, 0});
+  CHECK(ptx.find("cp.async.commit_group") != std::string::npos);
+  // Two rings of 3 x 4 KB, then the epilogue's scratch.
+  CHECK(shared_bytes(ptx) >= 3 * 2 * 64 * 32 * 2);
+  // Double buffering waits for everything issued before.
+  CompileOptions two;
+  two.num_stages = 2;
+  CHECK(wait_groups(check_kernel<ops::Matmul<f16, 64, 64, 32>>("cp.async.cg", two)) ==
+        std::vector<int>{0, 0});
+  // One stage: plain loads, no copies.
+  CompileOptions one;
+  one.num_stages = 1;
+  CHECK(check_kernel<ops::Matmul<f16, 64, 64, 32>>(nullptr, one).find("cp.async") == std::string::npos);
+}
+
+TEST_CASE("kernels may use more than 48 KB of shared memory") {
+  CompileOptions four;
+  four.num_stages = 4;
+  four.num_warps = 8;
+  // 4 stages x (128x32 + 32x128) f16 = 64 KB of rings plus a 64 KB f32 epilogue tile.
+  std::string ptx = check_kernel<ops::Matmul<f16, 128, 128, 32>>(".extern .shared", four);
+  CHECK(shared_bytes(ptx) > 48 * 1024);
 }

@@ -125,3 +125,27 @@ func.func @test_not_program_axis() {
 func.func @test_not_ptr_type(%p: !kiln.ptr<index>) {
   return
 }
+
+// -----
+
+// expected-error @+1 {{!kiln.shared needs at least one stage, got 0}}
+func.func @test_not_zero_stages(%r: !kiln.shared<0x16x16xf16>) {
+  return
+}
+
+// -----
+
+func.func @test_not_copy_into_other_shape(%p: tensor<16x16x!kiln.ptr<f16>>, %s: i32) {
+  %ring = kiln.local_alloc : !kiln.shared<2x16x32xf16>
+  // expected-error @+1 {{'kiln.async_copy' op copies 'tensor<16x16xf16>' into a ring of 'tensor<16x32xf16>'}}
+  kiln.async_copy %p, %ring[%s] : tensor<16x16x!kiln.ptr<f16>>, !kiln.shared<2x16x32xf16>
+  return
+}
+
+// -----
+
+func.func @test_not_negative_pending() {
+  // expected-error @+1 {{attribute 'pending' failed to satisfy constraint}}
+  kiln.async_wait {pending = -1 : i32}
+  return
+}

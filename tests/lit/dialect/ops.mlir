@@ -59,3 +59,18 @@ func.func @test_compute(%a: tensor<64x32xf16>, %b: tensor<32x16xf16>, %c: tensor
   %5 = kiln.cast %4 : tensor<64x16xf32> to tensor<64x16xf16>
   return %1, %2, %3, %5 : tensor<64xf32>, f32, tensor<16xi32>, tensor<64x16xf16>
 }
+
+// CHECK-LABEL: func.func @test_async_ring
+func.func @test_async_ring(%p: tensor<64x32x!kiln.ptr<f16>>, %m: tensor<64x32xi1>, %s: i32) -> tensor<64x32xf16> {
+  // CHECK: %[[RING:.*]] = kiln.local_alloc : <3x64x32xf16>
+  %ring = kiln.local_alloc : !kiln.shared<3x64x32xf16>
+  // CHECK: kiln.async_copy %{{.*}}, %[[RING]][%{{.*}}], %{{.*}} : tensor<64x32x!kiln.ptr<f16>>, <3x64x32xf16>
+  kiln.async_copy %p, %ring[%s], %m : tensor<64x32x!kiln.ptr<f16>>, !kiln.shared<3x64x32xf16>
+  // CHECK: kiln.async_commit
+  kiln.async_commit
+  // CHECK: kiln.async_wait {pending = 1 : i32}
+  kiln.async_wait {pending = 1 : i32}
+  // CHECK: kiln.local_load %[[RING]][%{{.*}}] : <3x64x32xf16>
+  %t = kiln.local_load %ring[%s] : !kiln.shared<3x64x32xf16>
+  return %t : tensor<64x32xf16>
+}

@@ -62,7 +62,10 @@ func.func @test_reduce(%x: !kiln.ptr<f32>) attributes {kiln.kernel} {
 
 // Broadcasting a distributed tile goes through shared memory between barriers;
 // the scratch buffer is sized for the largest user (the 2x64 f32 reduction).
-// CHECK: llvm.mlir.global internal @kiln_smem() {addr_space = 3 : i32, alignment = 16 : i64} : !llvm.array<512 x i8>
+// Shared memory is dynamic: an extern array, with its size in a global the
+// runtime reads at load time.
+// CHECK: llvm.mlir.global external @kiln_smem() {addr_space = 3 : i32, alignment = 128 : i64} : !llvm.array<0 x i8>
+// CHECK: llvm.mlir.global external constant @kiln_smem_bytes(512 : i32) {addr_space = 1 : i32, alignment = 4 : i64} : i32
 // CHECK-LABEL: gpu.func @test_broadcast
 // CHECK: llvm.store %{{.*}}, %{{.*}} {alignment = 8 : i64} : vector<2xf32>, !llvm.ptr<3>
 // CHECK: gpu.barrier
@@ -105,5 +108,55 @@ func.func @test_mma_dot(%a: !kiln.ptr<f16>, %c: !kiln.ptr<f32>) attributes {kiln
   %pc = kiln.splat %c : tensor<1024x!kiln.ptr<f32>>
   %q = kiln.addptr %pc, %r : tensor<1024x!kiln.ptr<f32>>, tensor<1024xi32>
   kiln.store %q, %df : tensor<1024x!kiln.ptr<f32>>
+  return
+}
+
+// -----
+
+// Ring buffers come first in shared memory (2 stages x 32x32 f16 = 4 KB),
+// then the scratch area (4 KB for the broadcasts: a 32-element range on one
+// warp is one element per thread, so broadcasting it moves data). Asynchronous copies are one 16-byte cp.async
+// per aligned, unmasked group (element loads otherwise); a wait is
+// cp.async.wait_group then a barrier; a dot reads a local_load operand in
+// place with ldmatrix, with no staging and no barrier of its own.
+// CHECK: llvm.mlir.global external constant @kiln_smem_bytes(8192 : i32)
+// CHECK-LABEL: gpu.func @test_ring
+// CHECK: scf.if
+// CHECK: nvvm.cp.async.shared.global %{{.*}}, %{{.*}}, 16, cache = cg : !llvm.ptr<3>, !llvm.ptr<1>
+// CHECK: } else {
+// CHECK: llvm.store %{{.*}}, %{{.*}} {alignment = 16 : i64} : vector<8xf16>, !llvm.ptr<3>
+// CHECK: nvvm.cp.async.commit.group
+// CHECK-NEXT: nvvm.cp.async.wait.group 0
+// CHECK-NEXT: gpu.barrier
+// CHECK-NOT: gpu.barrier
+// CHECK: nvvm.ldmatrix
+// CHECK-NOT: gpu.barrier
+// CHECK: nvvm.mma.sync
+// CHECK-COUNT-15: nvvm.mma.sync
+// CHECK: gpu.return
+func.func @test_ring(%a: !kiln.ptr<f16>, %c: !kiln.ptr<f32>) attributes {kiln.kernel} {
+  %c0 = arith.constant 0 : i32
+  %ring = kiln.local_alloc : !kiln.shared<2x32x32xf16>
+  %r = kiln.make_range 0 to 32 : tensor<32xi32>
+  %row = kiln.expand_dims %r {axis = 1 : i32} : tensor<32xi32> -> tensor<32x1xi32>
+  %col = kiln.expand_dims %r {axis = 0 : i32} : tensor<32xi32> -> tensor<1x32xi32>
+  %c32 = arith.constant dense<32> : tensor<32x1xi32>
+  %rows = arith.muli %row, %c32 : tensor<32x1xi32>
+  %rb = kiln.broadcast %rows : tensor<32x1xi32> -> tensor<32x32xi32>
+  %cb = kiln.broadcast %col : tensor<1x32xi32> -> tensor<32x32xi32>
+  %off = arith.addi %rb, %cb : tensor<32x32xi32>
+  %pa = kiln.splat %a : tensor<32x32x!kiln.ptr<f16>>
+  %p = kiln.addptr %pa, %off : tensor<32x32x!kiln.ptr<f16>>, tensor<32x32xi32>
+  %lim = arith.constant dense<1000> : tensor<32x32xi32>
+  %m = arith.cmpi slt, %off, %lim : tensor<32x32xi32>
+  kiln.async_copy %p, %ring[%c0], %m : tensor<32x32x!kiln.ptr<f16>>, !kiln.shared<2x32x32xf16>
+  kiln.async_commit
+  kiln.async_wait {pending = 0 : i32}
+  %t = kiln.local_load %ring[%c0] : !kiln.shared<2x32x32xf16>
+  %zero = arith.constant dense<0.0> : tensor<32x32xf32>
+  %d = kiln.dot %t, %t, %zero : tensor<32x32xf16>, tensor<32x32xf16> -> tensor<32x32xf32>
+  %pc = kiln.splat %c : tensor<32x32x!kiln.ptr<f32>>
+  %q = kiln.addptr %pc, %off : tensor<32x32x!kiln.ptr<f32>>, tensor<32x32xi32>
+  kiln.store %q, %d : tensor<32x32x!kiln.ptr<f32>>
   return
 }

@@ -1,18 +1,33 @@
-// RUN: kiln-opt %s -split-input-file -kiln-pipeline-loads | FileCheck %s
+// RUN: kiln-opt %s -split-input-file -kiln-pipeline-loads="num-stages=3" -canonicalize | FileCheck %s
 
-// The load of iteration k + 16 is issued at the top of iteration k, guarded
-// by k + 16 < K; the first iteration's load moves before the loop.
+// A dot operand goes through a ring of num-stages buffers: iterations 0 and
+// 1 are copied before the loop; iteration k waits for its own copy (one
+// group may stay in flight), copies iteration k + 32 into the buffer that
+// iteration k - 16 read, and reads buffer (k / 16) % 3. Copies past the end
+// are masked off; the loop is drained after.
 // CHECK-LABEL: func.func @test_prefetch
-// CHECK: %[[FIRST_IN:.*]] = arith.cmpi slt, %c0_i32, %[[K:.*]] : i32
-// CHECK: %[[FIRST_GUARD:.*]] = kiln.splat %[[FIRST_IN]] : tensor<16x16xi1>
-// CHECK: %[[FIRST_MASK:.*]] = arith.andi %{{.*}}, %[[FIRST_GUARD]]
-// CHECK: %[[FIRST:.*]] = kiln.load %{{.*}}, %[[FIRST_MASK]]
-// CHECK: scf.for %[[IV:.*]] = {{.*}} iter_args(%[[ACC:.*]] = %{{.*}}, %[[CUR:.*]] = %[[FIRST]])
-// CHECK: %[[NEXT:.*]] = arith.addi %[[IV]], %c16_i32 : i32
-// CHECK: %[[IN:.*]] = arith.cmpi slt, %[[NEXT]], %[[K]] : i32
-// CHECK: %[[NEXT_TILE:.*]] = kiln.load
-// CHECK: %[[D:.*]] = kiln.dot %[[CUR]], %{{.*}}, %[[ACC]]
-// CHECK: scf.yield %[[D]], %[[NEXT_TILE]]
+// CHECK: %[[RING:.*]] = kiln.local_alloc : <3x16x16xf16>
+// CHECK: %[[IN0:.*]] = arith.cmpi sgt, %[[K:.*]], %c0_i32 : i32
+// CHECK: %[[G0:.*]] = kiln.splat %[[IN0]] : tensor<16x16xi1>
+// CHECK: %[[M0:.*]] = arith.andi %{{.*}}, %[[G0]]
+// CHECK: kiln.async_copy %{{.*}}, %[[RING]][%c0_i32], %[[M0]]
+// CHECK-NEXT: kiln.async_commit
+// CHECK: kiln.async_copy %{{.*}}, %[[RING]][%c1_i32]
+// CHECK-NEXT: kiln.async_commit
+// CHECK: scf.for %[[IV:.*]] = {{.*}} iter_args(%[[ACC:.*]] = %{{.*}})
+// CHECK: %[[I:.*]] = arith.divsi %[[IV]], %c16_i32
+// CHECK: %[[STAGE:.*]] = arith.remsi %[[I]], %c3_i32
+// CHECK: %[[I2:.*]] = arith.addi %[[I]], %c2_i32
+// CHECK: %[[AHEAD:.*]] = arith.remsi %[[I2]], %c3_i32
+// CHECK: kiln.async_wait {pending = 1 : i32}
+// CHECK: %[[NEXT:.*]] = arith.addi %[[IV]], %c32_i32
+// CHECK: arith.cmpi slt, %[[NEXT]], %[[K]]
+// CHECK: kiln.async_copy %{{.*}}, %[[RING]][%[[AHEAD]]]
+// CHECK-NEXT: kiln.async_commit
+// CHECK: %[[T:.*]] = kiln.local_load %[[RING]][%[[STAGE]]] : <3x16x16xf16>
+// CHECK: %[[D:.*]] = kiln.dot %[[T]], %{{.*}}, %[[ACC]]
+// CHECK: scf.yield %[[D]]
+// CHECK: kiln.async_wait {pending = 0 : i32}
 func.func @test_prefetch(%a: !kiln.ptr<f16>, %K: i32) -> tensor<16x16xf32> {
   %c0 = arith.constant 0 : i32
   %c16 = arith.constant 16 : i32
@@ -77,4 +92,60 @@ func.func @test_not_streaming(%a: !kiln.ptr<f32>, %n: i32) -> f32 {
     scf.yield %t : f32
   }
   return %r : f32
+}
+
+// -----
+
+// A load that is not a dot operand is prefetched into registers one
+// iteration ahead and carried as an iteration argument.
+// CHECK-LABEL: func.func @test_register_prefetch
+// CHECK: %[[FIRST:.*]] = kiln.load
+// CHECK: scf.for %[[IV:.*]] = {{.*}} iter_args(%[[ACC:.*]] = %{{.*}}, %[[CUR:.*]] = %[[FIRST]])
+// CHECK: %[[NEXT:.*]] = arith.addi %[[IV]], %c16_i32 : i32
+// CHECK: %[[NEXT_TILE:.*]] = kiln.load
+// CHECK: %[[D:.*]] = kiln.dot
+// CHECK: %[[S:.*]] = arith.addf %[[D]], %[[CUR]]
+// CHECK: scf.yield %[[S]], %[[NEXT_TILE]]
+func.func @test_register_prefetch(%a: !kiln.ptr<f32>, %K: i32) -> tensor<16x16xf32> {
+  %c0 = arith.constant 0 : i32
+  %c16 = arith.constant 16 : i32
+  %zero = arith.constant dense<0.0> : tensor<16x16xf32>
+  %b = arith.constant dense<1.0> : tensor<16x16xf16>
+  %r = kiln.make_range 0 to 16 : tensor<16xi32>
+  %row = kiln.expand_dims %r {axis = 1 : i32} : tensor<16xi32> -> tensor<16x1xi32>
+  %rowb = kiln.broadcast %row : tensor<16x1xi32> -> tensor<16x16xi32>
+  %pa = kiln.splat %a : tensor<16x16x!kiln.ptr<f32>>
+  %res = scf.for %k = %c0 to %K step %c16 iter_args(%acc = %zero) -> (tensor<16x16xf32>) : i32 {
+    %ks = kiln.splat %k : tensor<16x16xi32>
+    %off = arith.addi %rowb, %ks : tensor<16x16xi32>
+    %p = kiln.addptr %pa, %off : tensor<16x16x!kiln.ptr<f32>>, tensor<16x16xi32>
+    %t = kiln.load %p : tensor<16x16x!kiln.ptr<f32>>
+    %d = kiln.dot %b, %b, %acc : tensor<16x16xf16>, tensor<16x16xf16> -> tensor<16x16xf32>
+    %s = arith.addf %d, %t : tensor<16x16xf32>
+    scf.yield %s : tensor<16x16xf32>
+  }
+  return %res : tensor<16x16xf32>
+}
+
+// -----
+
+// One stage disables the pass.
+// RUN: kiln-opt %s -split-input-file -kiln-pipeline-loads="num-stages=1" | FileCheck %s --check-prefix=ONE
+// ONE-LABEL: func.func @test_one_stage
+// ONE-NOT: kiln.async_copy
+// ONE-NOT: kiln.local_alloc
+// ONE: kiln.load
+func.func @test_one_stage(%a: !kiln.ptr<f16>, %K: i32) -> tensor<16x16xf32> {
+  %c0 = arith.constant 0 : i32
+  %c16 = arith.constant 16 : i32
+  %zero = arith.constant dense<0.0> : tensor<16x16xf32>
+  %pa = kiln.splat %a : tensor<16x16x!kiln.ptr<f16>>
+  %res = scf.for %k = %c0 to %K step %c16 iter_args(%acc = %zero) -> (tensor<16x16xf32>) : i32 {
+    %ks = kiln.splat %k : tensor<16x16xi32>
+    %p = kiln.addptr %pa, %ks : tensor<16x16x!kiln.ptr<f16>>, tensor<16x16xi32>
+    %t = kiln.load %p : tensor<16x16x!kiln.ptr<f16>>
+    %d = kiln.dot %t, %t, %acc : tensor<16x16xf16>, tensor<16x16xf16> -> tensor<16x16xf32>
+    scf.yield %d : tensor<16x16xf32>
+  }
+  return %res : tensor<16x16xf32>
 }

@@ -58,17 +58,25 @@ def ConvertKilnToCpu : Pass<"convert-kiln-to-cpu", "mlir::ModuleOp"> {
 }
 
 def KilnPipelineLoads : Pass<"kiln-pipeline-loads", "mlir::ModuleOp"> {
-  let summary = "Issue the global loads of the next loop iteration before this one's work";
+  let summary = "Software-pipeline the global loads of loops that feed tensor cores";
   let description = [{
-    Software pipelining with a register stage: in an `scf.for` whose body
-    has a `kiln.dot`, every `kiln.load` whose addresses depend only on the
-    induction variable and loop-invariant values is hoisted one iteration
-    ahead (streaming loops without a dot are left alone: there the extra
-    registers cost more than the overlap gains). The first
-    iteration's loads move before the loop, each iteration loads the tiles of
-    the next (guarded by `iv + step < ub`, so nothing past the loop is read)
-    and carries them as iteration arguments. On the GPU the load latency then
-    overlaps the current iteration's shared-memory and tensor-core work.
+    In an `scf.for` whose body has a `kiln.dot` (streaming loops without a
+    dot are left alone: there the extra registers and shared memory cost more
+    than the overlap gains), every `kiln.load` whose addresses depend only on
+    the induction variable and loop-invariant values is issued ahead:
+
+    * loads used only as `kiln.dot` operands go through a ring of
+      `num-stages` shared-memory buffers (`kiln.local_alloc`), filled by
+      asynchronous copies (`kiln.async_copy`, cp.async on the GPU)
+      `num-stages - 1` iterations ahead. Each iteration waits for its own
+      copies (`kiln.async_wait`, which also synchronises the program), starts
+      the copies of iteration `i + num-stages - 1` into the buffer that
+      iteration `i - 1` read, and reads its operands with `kiln.local_load`;
+    * other loads are prefetched into registers one iteration ahead and
+      carried as iteration arguments.
+
+    Copies of iterations past the loop are masked off (`iv < ub` joins the
+    mask), so nothing outside the loop's range is read.
 
     Before:
     ```mlir
@@ -79,18 +87,27 @@ def KilnPipelineLoads : Pass<"kiln-pipeline-loads", "mlir::ModuleOp"> {
       scf.yield %d
     }
     ```
-    After:
+    After (`num-stages = 3`):
     ```mlir
-    %a0 = kiln.load (%p at %lb), (%m and %lb < %ub) ...
-    scf.for %k = %lb to %ub step %s iter_args(%acc = %0, %a = %a0) {
-      %a1 = kiln.load (%p at %k + %s), (%m and %k + %s < %ub) ...
+    %ring = kiln.local_alloc : !kiln.shared<3x...>
+    kiln.async_copy (%p at %lb), %ring[0], (%m and %lb < %ub)
+    kiln.async_commit
+    kiln.async_copy (%p at %lb + %s), %ring[1], (%m and %lb + %s < %ub)
+    kiln.async_commit
+    scf.for %k = %lb to %ub step %s iter_args(%acc = %0) {
+      %i = (%k - %lb) / %s
+      kiln.async_wait {pending = 1}
+      kiln.async_copy (%p at %k + 2 * %s), %ring[(%i + 2) % 3], ...
+      kiln.async_commit
+      %a = kiln.local_load %ring[%i % 3]
       %d = kiln.dot %a, ..., %acc
-      scf.yield %d, %a1
+      scf.yield %d
     }
+    kiln.async_wait {pending = 0}
     ```
   }];
   let options = [Option<"numStages", "num-stages", "int", "2",
-                        "1 disables the pass; 2 prefetches one iteration ahead">];
+                        "buffers per ring (2: double buffering); 1 disables the pass">];
   let dependentDialects = ["::kiln::KilnDialect", "::mlir::scf::SCFDialect",
                            "::mlir::arith::ArithDialect"];
 }

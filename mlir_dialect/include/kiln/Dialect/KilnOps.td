@@ -185,6 +185,87 @@ def Kiln_StoreOp : Kiln_Op<"store", [
 }
 
 //===----------------------------------------------------------------------===//
+// Shared-memory rings and asynchronous copies (GPU; made by
+// -kiln-pipeline-loads, not by the front end)
+//===----------------------------------------------------------------------===//
+
+def Kiln_LocalAllocOp : Kiln_Op<"local_alloc"> {
+  let summary = "reserve a ring of tile buffers in shared memory";
+  let description = [{
+    The buffers live for the whole kernel; their contents are undefined until
+    a `kiln.async_copy` fills them.
+
+    ```mlir
+    %ring = kiln.local_alloc : !kiln.shared<3x64x32xf16>
+    ```
+  }];
+  let results = (outs Res<Kiln_SharedType, "", [MemAlloc]>:$result);
+  let assemblyFormat = "attr-dict `:` type($result)";
+}
+
+def Kiln_AsyncCopyOp : Kiln_Op<"async_copy", [
+    AttrSizedOperandSegments,
+    OptionalTypesMatchWith<"mask has the pointer shape", "ptr", "mask",
+                   "::kiln::getMaskType($_self)">,
+    OptionalTypesMatchWith<"fill value matches the pointees", "ptr", "other",
+                   "::kiln::getPointeeType($_self)">]> {
+  let summary = "start copying a tile from global memory into a ring buffer";
+  let description = [{
+    Starts loading the element behind every pointer into buffer `stage` of
+    `ring` (`other`, or zero, where the mask is false), without waiting for
+    the data. Copies become part of the group that the next
+    `kiln.async_commit` closes; `kiln.async_wait` waits for them.
+
+    ```mlir
+    kiln.async_copy %p, %ring[%stage], %m : tensor<64x32x!kiln.ptr<f16>>, !kiln.shared<3x64x32xf16>
+    ```
+  }];
+  let arguments = (ins Arg<Kiln_PtrTile, "", [MemRead]>:$ptr,
+                       Arg<Kiln_SharedType, "", [MemWrite]>:$ring,
+                       I32:$stage,
+                       Optional<Kiln_MaskTile>:$mask,
+                       Optional<Kiln_NumberTile>:$other);
+  let assemblyFormat = [{
+    $ptr `,` $ring `[` $stage `]` (`,` $mask^)? (`,` $other^)? attr-dict `:` type($ptr) `,` type($ring)
+  }];
+  let hasVerifier = 1;
+}
+
+def Kiln_AsyncCommitOp : Kiln_Op<"async_commit"> {
+  let summary = "close the current group of asynchronous copies";
+  let assemblyFormat = "attr-dict";
+}
+
+def Kiln_AsyncWaitOp : Kiln_Op<"async_wait"> {
+  let summary = "wait for all but the newest groups of copies, then synchronise the program";
+  let description = [{
+    Waits until at most `pending` committed groups of this thread's copies are
+    still in flight, then synchronises the program's threads, so that every
+    completed copy is visible to every thread.
+
+    ```mlir
+    kiln.async_wait {pending = 1 : i32}
+    ```
+  }];
+  let arguments = (ins ConfinedAttr<I32Attr, [IntNonNegative]>:$pending);
+  let assemblyFormat = "attr-dict";
+}
+
+def Kiln_LocalLoadOp : Kiln_Op<"local_load", [
+    TypesMatchWith<"result is one buffer of the ring", "ring", "result",
+                   "::llvm::cast<::kiln::SharedType>($_self).getTileType()">]> {
+  let summary = "read one ring buffer as a tile";
+  let description = [{
+    ```mlir
+    %a = kiln.local_load %ring[%stage] : !kiln.shared<3x64x32xf16>
+    ```
+  }];
+  let arguments = (ins Arg<Kiln_SharedType, "", [MemRead]>:$ring, I32:$stage);
+  let results = (outs Kiln_NumberTile:$result);
+  let assemblyFormat = "$ring `[` $stage `]` attr-dict `:` type($ring)";
+}
+
+//===----------------------------------------------------------------------===//
 // Compute
 //===----------------------------------------------------------------------===//
 

@@ -23,6 +23,33 @@ def Kiln_PtrType : TypeDef<Kiln_Dialect, "Ptr"> {
   let genVerifyDecl = 1;
 }
 
+def Kiln_SharedType : TypeDef<Kiln_Dialect, "Shared"> {
+  let mnemonic = "shared";
+  let summary = "a ring of tiles in a program's shared memory";
+  let description = [{
+    `stages` buffers, each holding one tile of the given shape, in the shared
+    memory of one program (a CTA). Produced by `-kiln-pipeline-loads` for
+    GPU targets: asynchronous copies fill one buffer while the program
+    computes on another. The GPU lowering chooses the in-memory layout
+    (16-bit 2-D tiles are XOR-swizzled for conflict-free `ldmatrix`).
+
+    ```mlir
+    !kiln.shared<3x128x32xf16>   // 3 stages of a 128x32 f16 tile
+    ```
+  }];
+  let parameters = (ins "int64_t":$stages,
+                        ArrayRefParameter<"int64_t">:$shape,
+                        "::mlir::Type":$elementType);
+  let hasCustomAssemblyFormat = 1;
+  let genVerifyDecl = 1;
+  let extraClassDeclaration = [{
+    /// The type of one buffer, as a tile.
+    ::mlir::RankedTensorType getTileType() const {
+      return ::mlir::RankedTensorType::get(getShape(), getElementType());
+    }
+  }];
+}
+
 // Element types a tile may hold.
 def Kiln_Float : AnyTypeOf<[F16, BF16, F32, F64]>;
 def Kiln_Int : AnyTypeOf<[I1, I8, I16, I32, I64]>;

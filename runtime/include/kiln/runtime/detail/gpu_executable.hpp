@@ -20,6 +20,7 @@ private:
   struct State;
   std::string ptx_, name_;
   int threads_;
+  unsigned sharedBytes_; ///< dynamic shared memory per launch
   std::unique_ptr<State> state_;
 };
 
