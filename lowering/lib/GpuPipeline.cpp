@@ -22,13 +22,16 @@ void add(OpPassManager &pm, const std::string &text) {
 
 void kiln::buildGpuKilnToGpuPipeline(OpPassManager &pm, int numWarps, int numStages) {
   registerKilnPipelines();
+  // The per-thread code is large and flat; a bottom-up worklist canonicalizes
+  // it ~50x faster than the default top-down one (attention: 0.06 s vs 5.7 s).
   add(pm, "kiln-pipeline-loads{num-stages=" + std::to_string(numStages) + "},canonicalize,cse," +
-              "convert-kiln-to-gpu{num-warps=" + std::to_string(numWarps) + "},canonicalize,cse");
+              "convert-kiln-to-gpu{num-warps=" + std::to_string(numWarps) +
+              "},canonicalize{top-down=false},cse");
 }
 
 void kiln::buildGpuToNVVMPipeline(OpPassManager &pm) {
   registerKilnPipelines();
-  add(pm, "gpu.module(convert-scf-to-cf,convert-gpu-to-nvvm,canonicalize,cse,"
+  add(pm, "gpu.module(convert-scf-to-cf,convert-gpu-to-nvvm,canonicalize{top-down=false},cse,"
           "reconcile-unrealized-casts)");
 }
 

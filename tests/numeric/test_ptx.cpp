@@ -2,6 +2,8 @@
 #define DOCTEST_CONFIG_IMPLEMENT_WITH_MAIN
 #include <doctest/doctest.h>
 
+#include "kiln/ops/attention.hpp"
+#include "kiln/ops/decoder.hpp"
 #include "kiln/ops/layernorm.hpp"
 #include "kiln/ops/matmul.hpp"
 #include "kiln/ops/softmax.hpp"
@@ -35,6 +37,8 @@ std::string check_kernel(const char *must_contain = nullptr, CompileOptions opti
     const std::string &ptx = k.ir(Stage::Ptx);
     CAPTURE(arch);
     CAPTURE(k.name());
+    MESSAGE(k.name() << " for " << arch << ": " << k.compile_seconds() * 1e3 << " ms"
+                     << (k.from_cache() ? " (cache hit)" : ""));
     CHECK(ptx.find(".entry " + k.name()) != std::string::npos);
     CHECK(ptx.find(std::string(".target ") + arch) != std::string::npos);
     CHECK(ptxas(ptx, arch, k.name()) == 0);
@@ -80,6 +84,17 @@ TEST_CASE("matmul") {
   check_kernel<ops::Matmul<f16, 64, 64, 32>>("ldmatrix.sync.aligned.m8n8.x4.shared.b16");
   check_kernel<ops::Matmul<f32, 32, 32, 16>>("fma.rn.f32");
 }
+TEST_CASE("GPT-2 kernels") {
+  check_kernel<ops::MatmulBias<f16, 64, 64, 32>>("mma.sync.aligned.m16n8k16");
+  check_kernel<ops::MatmulBiasResidual<f16, 16, 64, 64>>("mma.sync.aligned.m16n8k16");
+  check_kernel<ops::AttentionPrefill<f16, 64, 64, 64>>("mma.sync.aligned.m16n8k16");
+  check_kernel<ops::AttentionDecode<f16, 64, 64>>();
+  check_kernel<ops::Embedding<f16, 256>>();
+  check_kernel<ops::KvWrite<bf16, 256>>();
+  // Row argmax: (value, index) pairs through warp shuffles.
+  check_kernel<ops::ArgmaxRows<f16, 1024>>("shfl.sync.bfly");
+}
+
 TEST_CASE("unknown architectures are rejected") {
   using Add = ops::VecAdd<f32, 128>;
   CHECK_THROWS_WITH_AS(compile<Add>(Target::cuda("sm_70")),

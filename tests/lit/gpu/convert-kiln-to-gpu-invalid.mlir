@@ -4,7 +4,7 @@
 // WARPS: num-warps must be in [1, 32], got 0
 
 // Tiles whose shared-memory staging exceeds what one CTA may use are rejected.
-// expected-error @+1 {{kernel needs 262144 bytes of shared memory (limit 232448); use smaller blocks or fewer stages}}
+// expected-error @+1 {{kernel needs 262656 bytes of shared memory (limit 232448); use smaller blocks or fewer stages}}
 func.func @test_not_too_much_smem(%a: !kiln.ptr<f32>) attributes {kiln.kernel} {
   %r = kiln.make_range 0 to 128 : tensor<128xi32>
   %pa = kiln.splat %a : tensor<128x!kiln.ptr<f32>>

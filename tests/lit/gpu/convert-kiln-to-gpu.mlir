@@ -61,15 +61,19 @@ func.func @test_reduce(%x: !kiln.ptr<f32>) attributes {kiln.kernel} {
 // -----
 
 // Broadcasting a distributed tile goes through shared memory between barriers;
-// the scratch buffer is sized for the largest user (the 2x64 f32 reduction).
+// the scratch buffer is sized for the largest user (the 2x64 f32 reduction:
+// 512 bytes of source, then 256 of results, each folded in a loop).
 // Shared memory is dynamic: an extern array, with its size in a global the
 // runtime reads at load time.
 // CHECK: llvm.mlir.global external @kiln_smem() {addr_space = 3 : i32, alignment = 128 : i64} : !llvm.array<0 x i8>
-// CHECK: llvm.mlir.global external constant @kiln_smem_bytes(512 : i32) {addr_space = 1 : i32, alignment = 4 : i64} : i32
+// CHECK: llvm.mlir.global external constant @kiln_smem_bytes(768 : i32) {addr_space = 1 : i32, alignment = 4 : i64} : i32
 // CHECK-LABEL: gpu.func @test_broadcast
 // CHECK: llvm.store %{{.*}}, %{{.*}} {alignment = 8 : i64} : vector<2xf32>, !llvm.ptr<3>
 // CHECK: gpu.barrier
 // CHECK: llvm.load %{{.*}} : !llvm.ptr<3> -> f32
+// CHECK: gpu.barrier
+// CHECK: scf.for %{{.*}} = %c1_i32{{.*}} to %c2_i32{{.*}} step %c1_i32{{.*}} iter_args
+// CHECK: arith.addf
 // CHECK: gpu.barrier
 func.func @test_broadcast(%x: !kiln.ptr<f32>) attributes {kiln.kernel} {
   %r = kiln.make_range 0 to 64 : tensor<64xi32>

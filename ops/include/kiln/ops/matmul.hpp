@@ -52,4 +52,35 @@ template <class T, int BM_, int BN_, int BK_> struct MatmulBiasGelu {
   }
 };
 
+/// `c = a @ b + bias` (the attention QKV projection).
+template <class T, int BM_, int BN_, int BK_> struct MatmulBias {
+  static constexpr int BM = BM_, BN = BN_, BK = BK_;
+  void operator()(Ptr<T> a, Ptr<T> b, Ptr<T> bias, Ptr<T> c, I32 M, I32 N, I32 K, I32 lda,
+                  I32 ldb, I32 ldc) const {
+    auto rm = program_id(0) * BM + arange<BM>();
+    auto rn = program_id(1) * BN + arange<BN>();
+    auto acc = detail::matmul_tile<T, BM, BN, BK>(a, b, M, N, K, lda, ldb, rm, rn);
+    auto bv = cast<f32>(load(bias + rn, rn < N, 0));
+    auto rows = expand_dims<1>(rm), cols = expand_dims<0>(rn);
+    store(c + rows * ldc + cols, cast<T>(acc + expand_dims<0>(bv)), (rows < M) & (cols < N));
+  }
+};
+
+/// `c = a @ b + bias + res` (projections that feed the residual stream; `res`
+/// may be `c`: every element is read before it is written, by one thread).
+template <class T, int BM_, int BN_, int BK_> struct MatmulBiasResidual {
+  static constexpr int BM = BM_, BN = BN_, BK = BK_;
+  void operator()(Ptr<T> a, Ptr<T> b, Ptr<T> bias, Ptr<T> res, Ptr<T> c, I32 M, I32 N, I32 K,
+                  I32 lda, I32 ldb, I32 ldc) const {
+    auto rm = program_id(0) * BM + arange<BM>();
+    auto rn = program_id(1) * BN + arange<BN>();
+    auto acc = detail::matmul_tile<T, BM, BN, BK>(a, b, M, N, K, lda, ldb, rm, rn);
+    auto bv = cast<f32>(load(bias + rn, rn < N, 0));
+    auto rows = expand_dims<1>(rm), cols = expand_dims<0>(rn);
+    auto mask = (rows < M) & (cols < N);
+    auto r = cast<f32>(load(res + rows * ldc + cols, mask, 0));
+    store(c + rows * ldc + cols, cast<T>(acc + expand_dims<0>(bv) + r), mask);
+  }
+};
+
 } // namespace kiln::ops

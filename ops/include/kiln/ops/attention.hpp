@@ -1,0 +1,88 @@
+//===- attention.hpp - causal self-attention over a KV cache ---------------===//
+//
+// Layouts (C = H * D): `qkv` rows are [q | k | v] of 3C columns, head h at
+// columns h*D .. h*D+D of each part; the caches `kc`, `vc` are [B, Tmax, C];
+// `out` rows are C columns. Keys of sequence b at positions 0 .. p are at
+// rows b*Tmax .. b*Tmax+p of the caches.
+//
+//===----------------------------------------------------------------------===//
+#pragma once
+
+#include "kiln/kiln.hpp"
+
+#include <tuple>
+
+namespace kiln::ops {
+
+/// A large negative score for masked keys: finite, so that rows with no key
+/// yet do not produce inf - inf.
+inline constexpr float kMaskedScore = -1e30f;
+
+/// Prefill: the T queries of sequence `b` attend causally to keys 0 .. T-1
+/// of its cache, flash style (online softmax over BN-key blocks, never
+/// materialising the T x T scores). Grid: (cdiv(T, BM), H).
+template <class T, int BM_, int BN_, int D_> struct AttentionPrefill {
+  static constexpr int BM = BM_, BN = BN_, D = D_;
+  void operator()(Ptr<T> qkv, Ptr<T> kc, Ptr<T> vc, Ptr<T> out, I32 b, I32 len, I32 C, I32 Tmax,
+                  F32 scale) const {
+    auto qb = program_id(0), h = program_id(1);
+    auto rm = qb * BM + arange<BM>();
+    auto rd = arange<D>();
+    auto rows = expand_dims<1>(rm);               // (BM, 1)
+    auto dcol = expand_dims<0>(rd);               // (1, D)
+    auto q = load(qkv + rows * (3 * C) + h * D + dcol, rows < len, 0); // (BM, D)
+    auto kbase = kc + b * Tmax * C + h * D;
+    auto vbase = vc + b * Tmax * C + h * D;
+    auto hi = minimum(len, (qb + 1) * BM); // causal: later keys are never needed
+    auto init = std::tuple{full<f32, BM>(kMaskedScore), zeros<f32, BM>(), zeros<f32, BM, D>()};
+    auto [m, l, acc] = for_range(0, hi, BN, init, [&](I32 n0, Tile<f32, BM> m, Tile<f32, BM> l,
+                                                      Tile<f32, BM, D> acc) {
+      auto rn = n0 + arange<BN>();
+      auto kcol = expand_dims<0>(rn);             // (1, BN)
+      auto krow = expand_dims<1>(rn);             // (BN, 1)
+      auto kt = load(kbase + kcol * C + expand_dims<1>(rd), kcol < len, 0); // (D, BN)
+      auto s = dot(q, kt) * scale;                // (BM, BN)
+      s = where((kcol <= rows) & (kcol < len), s, kMaskedScore);
+      auto m_new = maximum(m, max<1>(s));
+      auto p = exp(s - expand_dims<1>(m_new));
+      auto alpha = exp(m - m_new);
+      auto v = load(vbase + krow * C + dcol, krow < len, 0); // (BN, D)
+      auto acc_new = acc * expand_dims<1>(alpha) + dot(cast<T>(p), v);
+      return std::tuple{m_new, l * alpha + sum<1>(p), acc_new};
+    });
+    (void)m;
+    store(out + rows * C + h * D + dcol, cast<T>(acc / expand_dims<1>(l)), rows < len);
+  }
+};
+
+/// Decode: one query per sequence (row b of `qkv`) attends to keys
+/// 0 .. pos[b] of its cache. Grid: (B, H).
+template <class T, int BN_, int D_> struct AttentionDecode {
+  static constexpr int BN = BN_, D = D_;
+  void operator()(Ptr<T> qkv, Ptr<T> kc, Ptr<T> vc, Ptr<T> out, Ptr<i32> pos, I32 C, I32 Tmax,
+                  F32 scale) const {
+    auto b = program_id(0), h = program_id(1);
+    auto len = load(pos + b) + 1;
+    auto rd = arange<D>();
+    auto q = cast<f32>(load(qkv + b * (3 * C) + h * D + rd)); // (D)
+    auto kbase = kc + b * Tmax * C + h * D;
+    auto vbase = vc + b * Tmax * C + h * D;
+    auto init = std::tuple{F32(kMaskedScore), F32(0.0f), zeros<f32, D>()};
+    auto [m, l, acc] = for_range(0, len, BN, init, [&](I32 n0, F32 m, F32 l, Tile<f32, D> acc) {
+      auto rn = n0 + arange<BN>();
+      auto valid = expand_dims<1>(rn < len);       // (BN, 1)
+      auto offs = expand_dims<1>(rn) * C + expand_dims<0>(rd);
+      auto k = cast<f32>(load(kbase + offs, valid, 0)); // (BN, D)
+      auto s = where(rn < len, sum<1>(k * expand_dims<0>(q)) * scale, kMaskedScore); // (BN)
+      auto m_new = maximum(m, max(s));
+      auto p = exp(s - m_new);
+      auto alpha = exp(m - m_new);
+      auto v = cast<f32>(load(vbase + offs, valid, 0));
+      return std::tuple{m_new, l * alpha + sum(p), acc * alpha + sum<0>(v * expand_dims<1>(p))};
+    });
+    (void)m;
+    store(out + b * C + h * D + rd, cast<T>(acc / l));
+  }
+};
+
+} // namespace kiln::ops

@@ -1,0 +1,275 @@
+//===- test_model.cpp - GPT-2 weights and forward pass against HF ----------===//
+//
+// Built twice: for the CPU (fp32, in CI) and, with KILN_TEST_GPU, for the GPU.
+// The golden data come from HF transformers' GPT2LMHeadModel on the same
+// seeded weights (tests/gpt2/make_golden.py).
+//
+//===----------------------------------------------------------------------===//
+#include <doctest/doctest.h>
+
+#include "../../transformer/lib/Json.h"
+#include "../support/temp_dir.hpp"
+#include "kiln/gpt2/model.hpp"
+#include "kiln/runtime/cuda.hpp"
+
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+using namespace kiln;
+using namespace kiln::gpt2;
+
+namespace {
+#ifdef KILN_TEST_GPU
+constexpr bool kGpu = true;
+#else
+constexpr bool kGpu = false;
+#endif
+Target target() { return kGpu ? Target::cuda(cuda::device_arch()) : Target::cpu(); }
+
+/// Where the committed golden data are ($KILN_GPT2_TEST_DATA overrides the
+/// source-tree path, e.g. on a machine that runs packed binaries).
+std::string testData() {
+  const char *env = std::getenv("KILN_GPT2_TEST_DATA");
+  return env ? env : KILN_GPT2_TEST_DATA;
+}
+
+std::string slurp(const std::string &path) {
+  std::ifstream in(path, std::ios::binary);
+  REQUIRE_MESSAGE(in, "missing " << path);
+  std::ostringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+struct Golden {
+  Config config;
+  uint64_t seed;
+  std::vector<int32_t> prompt, greedy;
+  std::vector<std::vector<float>> logits; // [T][V] when present
+  std::vector<float> last;
+  std::vector<float> gaps;
+};
+
+Golden readGolden(const std::string &path) {
+  json::Value g = json::parse(slurp(path), path);
+  Golden out;
+  const json::Value &c = *g.find("config");
+  out.config.n_layer = int(c.find("n_layer")->number);
+  out.config.n_head = int(c.find("n_head")->number);
+  out.config.n_embd = int(c.find("n_embd")->number);
+  out.config.vocab_size = int(c.find("vocab_size")->number);
+  out.config.n_ctx = int(c.find("n_ctx")->number);
+  out.seed = uint64_t(g.find("seed")->number);
+  for (auto &v : g.find("prompt")->array) out.prompt.push_back(int32_t(v.number));
+  for (auto &v : g.find("greedy")->array) out.greedy.push_back(int32_t(v.number));
+  for (auto &v : g.find("top2_gaps")->array) out.gaps.push_back(float(v.number));
+  for (auto &v : g.find("last_logits")->array) out.last.push_back(float(v.number));
+  if (const json::Value *l = g.find("logits"); l && l->kind == json::Value::Kind::Array)
+    for (auto &row : l->array) {
+      out.logits.emplace_back();
+      for (auto &v : row.array) out.logits.back().push_back(float(v.number));
+    }
+  return out;
+}
+
+Config tinyConfig() {
+  Config c;
+  c.n_layer = 2, c.n_head = 4, c.n_embd = 64, c.vocab_size = 512, c.n_ctx = 128;
+  return c;
+}
+
+bool sameWeights(Weights &a, Weights &b) {
+  auto na = a.named(), nb = b.named();
+  if (na.size() != nb.size())
+    return false;
+  for (std::size_t i = 0; i < na.size(); ++i)
+    if (na[i].second->shape != nb[i].second->shape || na[i].second->data != nb[i].second->data)
+      return false;
+  return true;
+}
+} // namespace
+
+#ifndef KILN_TEST_GPU
+TEST_CASE("weights round-trip through a HF directory and an llm.c checkpoint") {
+  test::TempDir dir("gpt2-weights");
+  Weights w = Weights::random(tinyConfig(), 7);
+  w.save_hf_dir(dir.path + "/hf");
+  Weights back = Weights::from_hf_dir(dir.path + "/hf");
+  CHECK(back.config.n_embd == 64);
+  CHECK(sameWeights(w, back));
+  CHECK(!sameWeights(w, *std::make_unique<Weights>(Weights::random(tinyConfig(), 8))));
+
+  // An llm.c checkpoint (version 3, fp32): projections stored [out, in], vocab padded.
+  const Config &c = w.config;
+  int C = c.n_embd, L = c.n_layer, Vp = 576;
+  std::ofstream out(dir.path + "/model.bin", std::ios::binary);
+  int32_t header[256] = {20240326, 3, c.n_ctx, c.vocab_size, L, c.n_head, C, Vp};
+  out.write(reinterpret_cast<const char *>(header), sizeof header);
+  auto put = [&](const std::vector<float> &v) { out.write(reinterpret_cast<const char *>(v.data()), std::streamsize(v.size() * 4)); };
+  auto tr = [](const Tensor &t) { // [in, out] -> [out, in]
+    int64_t in = t.shape[0], o = t.shape[1];
+    std::vector<float> r(t.data.size());
+    for (int64_t i = 0; i < in; ++i)
+      for (int64_t j = 0; j < o; ++j)
+        r[std::size_t(j * in + i)] = t.data[std::size_t(i * o + j)];
+    return r;
+  };
+  std::vector<float> wte = w.wte.data;
+  wte.resize(std::size_t(Vp) * C, 0.f);
+  put(wte);
+  put(w.wpe.data);
+  auto each = [&](auto get) { for (auto &l : w.layers) put(get(l)); };
+  each([](LayerWeights &l) { return l.ln_1_w.data; });
+  each([](LayerWeights &l) { return l.ln_1_b.data; });
+  each([&](LayerWeights &l) { return tr(l.c_attn_w); });
+  each([](LayerWeights &l) { return l.c_attn_b.data; });
+  each([&](LayerWeights &l) { return tr(l.c_proj_w); });
+  each([](LayerWeights &l) { return l.c_proj_b.data; });
+  each([](LayerWeights &l) { return l.ln_2_w.data; });
+  each([](LayerWeights &l) { return l.ln_2_b.data; });
+  each([&](LayerWeights &l) { return tr(l.c_fc_w); });
+  each([](LayerWeights &l) { return l.c_fc_b.data; });
+  each([&](LayerWeights &l) { return tr(l.mlp_proj_w); });
+  each([](LayerWeights &l) { return l.mlp_proj_b.data; });
+  put(w.ln_f_w.data);
+  put(w.ln_f_b.data);
+  out.close();
+  Weights fromLlmc = Weights::from_llmc(dir.path + "/model.bin");
+  CHECK(sameWeights(w, fromLlmc));
+  std::filesystem::resize_file(dir.path + "/model.bin", 4096);
+  CHECK_THROWS_WITH_AS(Weights::from_llmc(dir.path + "/model.bin"), doctest::Contains("truncated while reading"),
+                       Error);
+}
+
+TEST_CASE("bad model files say exactly what is wrong") {
+  test::TempDir dir("gpt2-bad");
+  Weights w = Weights::random(tinyConfig(), 1);
+  w.save_hf_dir(dir.path + "/ok");
+  CHECK_THROWS_WITH_AS(Weights::from_hf_dir(dir.path + "/nope"), doctest::Contains("does not exist"), Error);
+  std::filesystem::create_directories(dir.path + "/empty");
+  CHECK_THROWS_WITH_AS(Weights::from_hf_dir(dir.path + "/empty"), doctest::Contains("has no config.json"), Error);
+  // A config that does not match the tensors.
+  Config wider = tinyConfig();
+  wider.n_embd = 128;
+  CHECK_THROWS_WITH_AS(Weights::from_safetensors(dir.path + "/ok/model.safetensors", wider),
+                       doctest::Contains("tensor 'h.0.attn.c_attn.bias' has shape [192], expected [384]"), Error);
+  Config deeper = tinyConfig();
+  deeper.n_layer = 3;
+  CHECK_THROWS_WITH_AS(Weights::from_safetensors(dir.path + "/ok/model.safetensors", deeper),
+                       doctest::Contains("missing tensor 'h.2.attn.c_attn.bias'"), Error);
+  Config shallower = tinyConfig();
+  shallower.n_layer = 1;
+  CHECK_THROWS_WITH_AS(Weights::from_safetensors(dir.path + "/ok/model.safetensors", shallower),
+                       doctest::Contains("unexpected tensor 'h.1."), Error);
+  // A dtype kiln does not read, and a truncated file.
+  std::string bytes = slurp(dir.path + "/ok/model.safetensors");
+  std::string i64 = bytes;
+  auto at = i64.find("\"F32\"");
+  i64.replace(at, 5, "\"I64\"");
+  std::ofstream(dir.path + "/i64.safetensors", std::ios::binary) << i64;
+  CHECK_THROWS_WITH_AS(Weights::from_safetensors(dir.path + "/i64.safetensors", tinyConfig()),
+                       doctest::Contains("has dtype I64; supported: F32, F16, BF16"), Error);
+  std::ofstream(dir.path + "/short.safetensors", std::ios::binary) << bytes.substr(0, bytes.size() / 2);
+  CHECK_THROWS_WITH_AS(Weights::from_safetensors(dir.path + "/short.safetensors", tinyConfig()),
+                       doctest::Contains("do not fit"), Error);
+  std::ofstream(dir.path + "/junk.safetensors", std::ios::binary) << "not a model";
+  CHECK_THROWS_WITH_AS(Weights::from_safetensors(dir.path + "/junk.safetensors", tinyConfig()),
+                       doctest::Contains("not a safetensors file"), Error);
+  CHECK_THROWS_WITH_AS(Config::preset("7B"), doctest::Contains("unknown model size '7B'"), Error);
+}
+#endif
+
+TEST_CASE("the tiny model's logits and greedy tokens match HF transformers") {
+  Golden g = readGolden(testData() + "/tiny_golden.json");
+  Weights w = Weights::random(g.config, g.seed);
+  ModelOptions mo;
+  mo.max_batch = 3;
+  Model model(w, target(), Precision::F32, mo);
+  std::vector<float> logits = model.logits(g.prompt);
+  REQUIRE(logits.size() == g.logits.size() * std::size_t(g.config.vocab_size));
+  double worst = 0;
+  for (std::size_t t = 0; t < g.logits.size(); ++t)
+    for (std::size_t v = 0; v < g.logits[t].size(); ++v)
+      worst = std::max(worst, double(std::abs(logits[t * g.config.vocab_size + v] - g.logits[t][v])));
+  MESSAGE("max |logit - HF| = " << worst);
+  CHECK(worst < 1e-4);
+
+  GenerateOptions go;
+  go.max_new_tokens = int(g.greedy.size());
+  go.stop_at_eot = false;
+  auto out = model.generate({g.prompt}, go);
+  CHECK(out.at(0) == g.greedy);
+
+  // Prompts of different lengths in one batch give what each gives alone.
+  std::vector<int32_t> shortPrompt(g.prompt.begin(), g.prompt.begin() + 3);
+  go.max_new_tokens = 16;
+  auto alone = model.generate({shortPrompt}, go);
+  auto batch = model.generate({g.prompt, shortPrompt, g.prompt}, go);
+  CHECK(batch.at(1) == alone.at(0));
+  CHECK(batch.at(0) == std::vector<int32_t>(g.greedy.begin(), g.greedy.begin() + 16));
+  CHECK(batch.at(2) == batch.at(0));
+}
+
+TEST_CASE("prompts the model cannot take are refused") {
+  Weights w = Weights::random(tinyConfig(), 1);
+  Model model(w, target(), Precision::F32);
+  GenerateOptions go;
+  CHECK_THROWS_WITH_AS(model.generate({std::vector<int32_t>(200, 1)}, go),
+                       doctest::Contains("the context holds 128"), Error);
+  CHECK_THROWS_WITH_AS(model.generate({{1, 2, 9999}}, go), doctest::Contains("token id 9999 is outside"), Error);
+  CHECK_THROWS_WITH_AS(model.generate({{}}, go), doctest::Contains("empty prompt"), Error);
+  CHECK_THROWS_WITH_AS(model.generate({{1}, {2}}, go), doctest::Contains("at most 1"), Error);
+}
+
+#ifdef KILN_TEST_GPU
+namespace {
+/// Golden data made in the same run on this machine (make_golden.py model 124M).
+std::string goldenDir() {
+  const char *dir = std::getenv("KILN_GPT2_GOLDEN");
+  REQUIRE_MESSAGE(dir, "set KILN_GPT2_GOLDEN to the folder make_golden.py wrote 124M_fp32.json into");
+  return dir;
+}
+} // namespace
+
+TEST_CASE("GPT-2 124M on the GPU matches HF transformers in fp32 and fp16") {
+  Golden g = readGolden(goldenDir() + "/124M_fp32.json");
+  Weights w = Weights::random(g.config, g.seed);
+  for (Precision p : {Precision::F32, Precision::F16}) {
+    CAPTURE(to_string(p));
+    Model model(w, target(), p);
+    std::vector<float> logits = model.logits(g.prompt);
+    std::size_t V = std::size_t(g.config.vocab_size), T = g.prompt.size();
+    float lo = 1e30f, hi = -1e30f;
+    double worst = 0;
+    for (std::size_t v = 0; v < V; ++v) {
+      lo = std::min(lo, g.last[v]);
+      hi = std::max(hi, g.last[v]);
+      worst = std::max(worst, double(std::abs(logits[(T - 1) * V + v] - g.last[v])));
+    }
+    double bound = p == Precision::F32 ? 1e-4 * std::max(1.0, double(hi - lo)) : 2e-2 * double(hi - lo);
+    MESSAGE(to_string(p) << ": max |logit - HF fp32| = " << worst << " (logits span " << hi - lo << ", bound " << bound << ")");
+    CHECK(worst <= bound);
+    GenerateOptions go;
+    go.max_new_tokens = int(g.greedy.size());
+    go.stop_at_eot = false;
+    auto out = model.generate({g.prompt}, go).at(0);
+    // Identical up to the first step where HF's own top two logits are closer than the bound.
+    std::size_t checked = 0;
+    for (; checked < g.greedy.size(); ++checked) {
+      if (p != Precision::F32 && g.gaps[checked] < bound)
+        break;
+      if (out[checked] != g.greedy[checked])
+        break;
+    }
+    MESSAGE(to_string(p) << ": greedy tokens identical to HF for " << checked << " of " << g.greedy.size());
+    if (p == Precision::F32)
+      CHECK(out == g.greedy);
+    else
+      CHECK((checked == g.greedy.size() || g.gaps[checked] < bound));
+  }
+}
+#endif

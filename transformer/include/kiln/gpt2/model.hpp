@@ -1,0 +1,81 @@
+//===- model.hpp - a GPT-2 decoder made of kiln kernels --------------------===//
+//
+//   auto w = gpt2::Weights::from_hf_dir("gpt2");
+//   gpt2::Model model(w, Target::cuda(cuda::device_arch()), gpt2::Precision::F16);
+//   auto out = model.generate({tok.encode("Hello")}, {.max_new_tokens = 32});
+//
+// Every step of the forward pass is a kiln kernel. The KV cache is
+// preallocated; a prompt is prefilled in one pass per layer; decode steps
+// keep tokens and positions on the device, so on a GPU one step is captured
+// once as a CUDA graph and replayed for every position.
+//
+//===----------------------------------------------------------------------===//
+#pragma once
+
+#include "kiln/gpt2/weights.hpp"
+#include "kiln/runtime/kernel.hpp"
+
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace kiln::gpt2 {
+
+enum class Precision { F32, F16, BF16 };
+Precision parse_precision(const std::string &name); ///< "fp32", "fp16", "bf16"
+std::string to_string(Precision p);
+
+struct ModelOptions {
+  int max_batch = 1;
+  int max_seq = 0; ///< KV-cache length per sequence; 0: the model's context
+  bool cuda_graphs = true;
+};
+
+struct GenerateOptions {
+  int max_new_tokens = 64;
+  bool stop_at_eot = true;
+  int32_t eot = 50256;
+};
+
+/// What the model compiled and how it runs (`kiln-gpt2 --explain`).
+struct Explain {
+  struct KernelInfo {
+    std::string name, role;
+    double compile_seconds;
+    bool from_cache;
+  };
+  std::vector<KernelInfo> kernels;
+  int launches_per_decode_step = 0;
+  int launches_per_prefill = 0;
+  bool decode_graph = false;
+  int graph_replays = 0;
+  double compile_seconds = 0;
+};
+
+class Model {
+public:
+  Model(const Weights &weights, const Target &target, Precision precision, ModelOptions options = {});
+  ~Model();
+  Model(Model &&) noexcept;
+
+  const Config &config() const;
+
+  /// Logits [T, V] of every position of one prompt (sequence 0).
+  std::vector<float> logits(const std::vector<int32_t> &tokens);
+
+  /// Greedy continuation of every prompt; `on_token(i, token)` is called as
+  /// each new token of prompt i is known. Returns the new tokens per prompt.
+  std::vector<std::vector<int32_t>> generate(const std::vector<std::vector<int32_t>> &prompts,
+                                             const GenerateOptions &options,
+                                             const std::function<void(int, int32_t)> &on_token = {});
+
+  const Explain &explain() const;
+
+  struct Impl; ///< per-precision implementation (Model.cpp)
+
+private:
+  std::unique_ptr<Impl> impl_;
+};
+
+} // namespace kiln::gpt2

@@ -1,0 +1,415 @@
+//===- Model.cpp - a GPT-2 decoder made of kiln kernels --------------------===//
+#include "kiln/gpt2/model.hpp"
+
+#include "kiln/kiln.hpp"
+#include "kiln/ops/attention.hpp"
+#include "kiln/ops/decoder.hpp"
+#include "kiln/ops/layernorm.hpp"
+#include "kiln/ops/matmul.hpp"
+#include "kiln/runtime/cuda.hpp"
+
+#include <chrono>
+#include <cmath>
+#include <cstring>
+#include <map>
+#include <optional>
+
+namespace kiln::gpt2 {
+
+Precision parse_precision(const std::string &name) {
+  if (name == "fp32" || name == "f32")
+    return Precision::F32;
+  if (name == "fp16" || name == "f16")
+    return Precision::F16;
+  if (name == "bf16")
+    return Precision::BF16;
+  throw Error("gpt2: unknown precision '" + name + "' (fp32, fp16 or bf16)");
+}
+
+std::string to_string(Precision p) {
+  return p == Precision::F32 ? "fp32" : p == Precision::F16 ? "fp16" : "bf16";
+}
+
+namespace {
+
+/// An array on the target: device memory on a GPU, host memory on the CPU.
+template <class H> class Buffer {
+public:
+  Buffer() = default;
+  Buffer(bool gpu, std::size_t n) : n_(n) {
+    if (gpu)
+      dev_ = std::make_unique<cuda::DeviceBuffer<H>>(std::max<std::size_t>(n, 1));
+    else
+      host_.assign(n, H{});
+  }
+  H *data() const { return dev_ ? dev_->data() : const_cast<H *>(host_.data()); }
+  std::size_t size() const { return n_; }
+  void upload(const H *src, std::size_t n, std::size_t at = 0) {
+    if (dev_)
+      cuda::copy_to_device(dev_->data() + at, src, n * sizeof(H));
+    else
+      std::memcpy(host_.data() + at, src, n * sizeof(H));
+  }
+  void download(H *dst, std::size_t n, std::size_t at = 0) const {
+    if (dev_)
+      cuda::copy_to_host(dst, dev_->data() + at, n * sizeof(H));
+    else
+      std::memcpy(dst, host_.data() + at, n * sizeof(H));
+  }
+
+private:
+  std::size_t n_ = 0;
+  std::vector<H> host_;
+  std::unique_ptr<cuda::DeviceBuffer<H>> dev_;
+};
+
+/// Type-erased launch arguments from host values.
+inline KernelArg arg(const void *p) { return KernelArg::untyped_pointer(p); }
+inline KernelArg arg(int v) { return KernelArg::integer(v); }
+inline KernelArg arg(float v) { return KernelArg::floating(v); }
+
+template <class D> struct HostOf;
+template <> struct HostOf<f32> { using type = float; };
+template <> struct HostOf<f16> { using type = half; };
+template <> struct HostOf<bf16> { using type = bfloat16; };
+
+} // namespace
+
+struct Model::Impl {
+  Config cfg;
+  Target target;
+  Precision precision;
+  ModelOptions opts;
+  Explain info;
+  bool gpu;
+  int Tmax;
+  virtual ~Impl() = default;
+  Impl(const Config &c, const Target &t, Precision p, ModelOptions o)
+      : cfg(c), target(t), precision(p), opts(o), gpu(t.kind == Target::Kind::Cuda),
+        Tmax(o.max_seq > 0 ? std::min(o.max_seq, c.n_ctx) : c.n_ctx) {}
+  virtual std::vector<float> logits(const std::vector<int32_t> &tokens) = 0;
+  virtual std::vector<std::vector<int32_t>> generate(const std::vector<std::vector<int32_t>> &prompts,
+                                                     const GenerateOptions &o,
+                                                     const std::function<void(int, int32_t)> &cb) = 0;
+};
+
+namespace {
+
+template <class D> struct ModelImpl final : Model::Impl {
+  using H = typename HostOf<D>::type;
+
+  // Parameters in the compute dtype; wteT is the tied head as [C, V].
+  struct Layer {
+    Buffer<H> ln1w, ln1b, attnW, attnB, projW, projB, ln2w, ln2b, fcW, fcB, mlpW, mlpB;
+    Buffer<H> kc, vc;
+  };
+  Buffer<H> wte, wteT, wpe, lnfw, lnfb;
+  std::vector<Layer> layers;
+  // Activations, sized for a whole context of rows.
+  Buffer<H> x, h, qkv, att, fc, logitsBuf;
+  Buffer<int32_t> tok, iota, next, pos;
+
+  std::map<std::string, CompiledKernel> kernels;
+  std::optional<cuda::Graph> graph;
+  std::unique_ptr<cuda::Stream> stream;
+  int launchCount = 0;
+
+  template <class K> void add(const std::string &role, CompileOptions options = {}) {
+    auto k = compile<K>(target, options);
+    info.kernels.push_back({k.name(), role, k.compile_seconds(), k.from_cache()});
+    info.compile_seconds += k.compile_seconds();
+    kernels.emplace(role, std::move(static_cast<CompiledKernel &>(k)));
+  }
+
+  void launch(const std::string &role, Grid grid, std::initializer_list<KernelArg> args) {
+    kernels.at(role).launch(grid, std::span<const KernelArg>(args.begin(), args.size()));
+    ++launchCount;
+  }
+
+  Buffer<H> upload(const Tensor &t) {
+    Buffer<H> b(gpu, std::size_t(t.numel()));
+    std::vector<H> conv(t.data.size());
+    for (std::size_t i = 0; i < conv.size(); ++i)
+      conv[i] = H(t.data[i]);
+    b.upload(conv.data(), conv.size());
+    return b;
+  }
+
+  ModelImpl(const Weights &w, const Target &t, Precision p, ModelOptions o) : Impl(w.config, t, p, o) {
+    cfg.validate();
+    int C = cfg.n_embd, V = cfg.vocab_size, B = std::max(1, o.max_batch);
+    wte = upload(w.wte);
+    wpe = upload(w.wpe);
+    Tensor wt;
+    wt.shape = {C, V};
+    wt.data.resize(std::size_t(C) * V);
+    for (int v = 0; v < V; ++v)
+      for (int c = 0; c < C; ++c)
+        wt.data[std::size_t(c) * V + v] = w.wte.data[std::size_t(v) * C + c];
+    wteT = upload(wt);
+    lnfw = upload(w.ln_f_w);
+    lnfb = upload(w.ln_f_b);
+    for (const LayerWeights &lw : w.layers) {
+      Layer l{upload(lw.ln_1_w), upload(lw.ln_1_b), upload(lw.c_attn_w), upload(lw.c_attn_b),
+              upload(lw.c_proj_w), upload(lw.c_proj_b), upload(lw.ln_2_w), upload(lw.ln_2_b),
+              upload(lw.c_fc_w), upload(lw.c_fc_b), upload(lw.mlp_proj_w), upload(lw.mlp_proj_b),
+              Buffer<H>(gpu, std::size_t(B) * Tmax * C), Buffer<H>(gpu, std::size_t(B) * Tmax * C)};
+      layers.push_back(std::move(l));
+    }
+    std::size_t rows = std::size_t(std::max(Tmax, B));
+    x = Buffer<H>(gpu, rows * C);
+    h = Buffer<H>(gpu, rows * C);
+    qkv = Buffer<H>(gpu, rows * 3 * C);
+    att = Buffer<H>(gpu, rows * C);
+    fc = Buffer<H>(gpu, rows * 4 * C);
+    logitsBuf = Buffer<H>(gpu, rows * V);
+    tok = Buffer<int32_t>(gpu, rows);
+    iota = Buffer<int32_t>(gpu, rows);
+    std::vector<int32_t> seq(rows);
+    for (std::size_t i = 0; i < rows; ++i)
+      seq[i] = int32_t(i);
+    iota.upload(seq.data(), rows);
+    next = Buffer<int32_t>(gpu, std::size_t(B));
+    pos = Buffer<int32_t>(gpu, std::size_t(B));
+    compileKernels();
+  }
+
+  void compileKernels() {
+    int C = cfg.n_embd, hd = cfg.head_dim();
+    if (C > 2048)
+      throw Error("gpt2: n_embd " + std::to_string(C) + " is wider than the layernorm kernel (2048)");
+    if (C <= 1024)
+      add<ops::LayerNorm<D, 1024, true>>("layernorm");
+    else
+      add<ops::LayerNorm<D, 2048, true>>("layernorm");
+    add<ops::Embedding<D, 256>>("embedding");
+    add<ops::KvWrite<D, 256>>("kv_write");
+    add<ops::ArgmaxRows<D, 1024>>("argmax");
+    if (gpu) {
+      add<ops::MatmulBias<D, 64, 64, 32>>("qkv");
+      add<ops::MatmulBiasResidual<D, 64, 64, 32>>("proj_residual");
+      add<ops::MatmulBiasGelu<D, 64, 64, 32>>("fc_gelu");
+      add<ops::Matmul<D, 64, 64, 32>>("lm_head");
+      add<ops::MatmulBias<D, 16, 64, 64>>("qkv_decode");
+      add<ops::MatmulBiasResidual<D, 16, 64, 64>>("proj_residual_decode");
+      add<ops::MatmulBiasGelu<D, 16, 64, 64>>("fc_gelu_decode");
+      add<ops::Matmul<D, 16, 64, 64>>("lm_head_decode");
+    } else {
+      add<ops::MatmulBias<D, 32, 32, 16>>("qkv");
+      add<ops::MatmulBiasResidual<D, 32, 32, 16>>("proj_residual");
+      add<ops::MatmulBiasGelu<D, 32, 32, 16>>("fc_gelu");
+      add<ops::Matmul<D, 32, 32, 16>>("lm_head");
+    }
+    auto withHead = [&]<int HD>() {
+      add<ops::AttentionPrefill<D, 64, 64, HD>>("attention_prefill");
+      add<ops::AttentionDecode<D, 64, HD>>("attention_decode");
+    };
+    switch (hd) {
+    case 16: withHead.template operator()<16>(); break;
+    case 32: withHead.template operator()<32>(); break;
+    case 64: withHead.template operator()<64>(); break;
+    default: withHead.template operator()<128>(); break;
+    }
+  }
+
+  /// Role of a matmul for `rows` rows: the small-M variants on a GPU for decode.
+  std::string mm(const std::string &role, int rows) const {
+    return gpu && rows <= 16 && kernels.count(role + "_decode") ? role + "_decode" : role;
+  }
+  int bm(const std::string &role) const { return role.ends_with("_decode") ? 16 : gpu ? 64 : 32; }
+  int bn(const std::string &role) const { return gpu ? 64 : 32; }
+
+  void matmul(const std::string &base, int M, int N, int K, std::initializer_list<KernelArg> ptrs) {
+    std::string role = mm(base, M);
+    std::vector<KernelArg> args(ptrs);
+    for (int v : {M, N, K, K, N, N})
+      args.push_back(arg(v));
+    kernels.at(role).launch(Grid(ceil_div(M, bm(role)), ceil_div(N, bn(role))), args);
+    ++launchCount;
+  }
+
+  void layernorm(const Buffer<H> &in, const Buffer<H> &w, const Buffer<H> &b, Buffer<H> &out, int rows,
+                 std::size_t rowOffset = 0) {
+    int C = cfg.n_embd;
+    launch("layernorm", Grid(rows),
+           {arg(in.data() + rowOffset * C), arg(w.data()), arg(b.data()), arg(out.data() + rowOffset * C),
+            arg(C), arg(C), arg(1e-5f)});
+  }
+
+  /// The transformer blocks over `rows` rows held in x; prefill (seq b,
+  /// positions 0..rows-1) or decode (row r = sequence r at pos[r]).
+  void blocks(int rows, bool prefill, int b) {
+    int C = cfg.n_embd, H = cfg.n_head;
+    float scale = 1.0f / std::sqrt(float(cfg.head_dim()));
+    for (Layer &l : layers) {
+      layernorm(x, l.ln1w, l.ln1b, h, rows);
+      matmul("qkv", rows, 3 * C, C, {arg(h.data()), arg(l.attnW.data()), arg(l.attnB.data()), arg(qkv.data())});
+      if (prefill) {
+        launch("kv_write", Grid(rows), {arg(qkv.data()), arg(iota.data()), arg(l.kc.data()), arg(l.vc.data()),
+                                        arg(b), arg(rows), arg(C), arg(Tmax)});
+        launch("attention_prefill", Grid(ceil_div(rows, 64), H),
+               {arg(qkv.data()), arg(l.kc.data()), arg(l.vc.data()), arg(att.data()), arg(b), arg(rows), arg(C),
+                arg(Tmax), arg(scale)});
+      } else {
+        launch("kv_write", Grid(rows), {arg(qkv.data()), arg(pos.data()), arg(l.kc.data()), arg(l.vc.data()),
+                                        arg(0), arg(1), arg(C), arg(Tmax)});
+        launch("attention_decode", Grid(rows, H),
+               {arg(qkv.data()), arg(l.kc.data()), arg(l.vc.data()), arg(att.data()), arg(pos.data()), arg(C),
+                arg(Tmax), arg(scale)});
+      }
+      matmul("proj_residual", rows, C, C,
+             {arg(att.data()), arg(l.projW.data()), arg(l.projB.data()), arg(x.data()), arg(x.data())});
+      layernorm(x, l.ln2w, l.ln2b, h, rows);
+      matmul("fc_gelu", rows, 4 * C, C, {arg(h.data()), arg(l.fcW.data()), arg(l.fcB.data()), arg(fc.data())});
+      matmul("proj_residual", rows, C, 4 * C,
+             {arg(fc.data()), arg(l.mlpW.data()), arg(l.mlpB.data()), arg(x.data()), arg(x.data())});
+    }
+  }
+
+  void checkPrompt(const std::vector<int32_t> &tokens) const {
+    if (tokens.empty())
+      throw Error("gpt2: empty prompt");
+    if (int(tokens.size()) >= Tmax)
+      throw Error("gpt2: the prompt has " + std::to_string(tokens.size()) +
+                  " tokens; the context holds " + std::to_string(Tmax) + " (prompt plus new tokens)");
+    for (int32_t t : tokens)
+      if (t < 0 || t >= cfg.vocab_size)
+        throw Error("gpt2: token id " + std::to_string(t) + " is outside the vocabulary (" +
+                    std::to_string(cfg.vocab_size) + ")");
+  }
+
+  /// Embeds and runs the prompt of sequence b; leaves the final hidden
+  /// states normalised in h and the last row's logits in logitsBuf row 0
+  /// (all rows when `allLogits`).
+  void prefill(const std::vector<int32_t> &tokens, int b, bool allLogits) {
+    int T = int(tokens.size()), C = cfg.n_embd, V = cfg.vocab_size;
+    launchCount = 0;
+    tok.upload(tokens.data(), tokens.size());
+    launch("embedding", Grid(T), {arg(tok.data()), arg(iota.data()), arg(wte.data()), arg(wpe.data()),
+                                  arg(x.data()), arg(C)});
+    blocks(T, /*prefill=*/true, b);
+    if (allLogits) {
+      layernorm(x, lnfw, lnfb, h, T);
+      matmul("lm_head", T, V, C, {arg(h.data()), arg(wteT.data()), arg(logitsBuf.data())});
+    } else {
+      layernorm(x, lnfw, lnfb, h, 1, std::size_t(T - 1));
+      matmul("lm_head", 1, V, C, {arg(h.data() + std::size_t(T - 1) * C), arg(wteT.data()), arg(logitsBuf.data())});
+    }
+    info.launches_per_prefill = launchCount;
+  }
+
+  std::vector<float> logits(const std::vector<int32_t> &tokens) override {
+    checkPrompt(tokens);
+    prefill(tokens, 0, true);
+    std::size_t n = tokens.size() * std::size_t(cfg.vocab_size);
+    std::vector<H> raw(n);
+    logitsBuf.download(raw.data(), n);
+    if (gpu)
+      cuda::synchronize();
+    return std::vector<float>(raw.begin(), raw.end());
+  }
+
+  /// One decode step for all `B` sequences: embed next[b] at pos[b], run the
+  /// blocks, sample into next[b] and advance pos[b]. Device-side only.
+  void decodeStep(int B) {
+    int C = cfg.n_embd, V = cfg.vocab_size;
+    launchCount = 0;
+    launch("embedding", Grid(B), {arg(next.data()), arg(pos.data()), arg(wte.data()), arg(wpe.data()),
+                                  arg(x.data()), arg(C)});
+    blocks(B, /*prefill=*/false, 0);
+    layernorm(x, lnfw, lnfb, h, B);
+    matmul("lm_head", B, V, C, {arg(h.data()), arg(wteT.data()), arg(logitsBuf.data())});
+    launch("argmax", Grid(B), {arg(logitsBuf.data()), arg(next.data()), arg(pos.data()), arg(V), arg(V), arg(1)});
+    info.launches_per_decode_step = launchCount;
+  }
+
+  std::vector<std::vector<int32_t>> generate(const std::vector<std::vector<int32_t>> &prompts,
+                                             const GenerateOptions &o,
+                                             const std::function<void(int, int32_t)> &cb) override {
+    int B = int(prompts.size());
+    if (B < 1 || B > std::max(1, opts.max_batch))
+      throw Error("gpt2: " + std::to_string(B) + " prompts; this model was set up for at most " +
+                  std::to_string(std::max(1, opts.max_batch)));
+    int V = cfg.vocab_size;
+    int longest = 0;
+    for (auto &p : prompts) {
+      checkPrompt(p);
+      longest = std::max(longest, int(p.size()));
+    }
+    int steps = std::min(o.max_new_tokens, Tmax - longest);
+    std::vector<std::vector<int32_t>> out(static_cast<std::size_t>(B));
+    std::vector<bool> done(static_cast<std::size_t>(B), steps <= 0);
+    // Prefill each prompt (its own length), sampling its first new token.
+    for (int b = 0; b < B; ++b) {
+      prefill(prompts[std::size_t(b)], b, false);
+      int32_t p = int32_t(prompts[std::size_t(b)].size());
+      pos.upload(&p, 1, std::size_t(b));
+      launch("argmax", Grid(1), {arg(logitsBuf.data()), arg(next.data() + b), arg(pos.data() + b), arg(V), arg(V),
+                                 arg(0)});
+    }
+    std::vector<int32_t> current(static_cast<std::size_t>(B));
+    auto collect = [&] {
+      next.download(current.data(), std::size_t(B));
+      for (int b = 0; b < B; ++b) {
+        if (done[std::size_t(b)])
+          continue;
+        out[std::size_t(b)].push_back(current[std::size_t(b)]);
+        if (cb)
+          cb(b, current[std::size_t(b)]);
+        if ((o.stop_at_eot && current[std::size_t(b)] == o.eot) || int(out[std::size_t(b)].size()) >= steps)
+          done[std::size_t(b)] = true;
+      }
+      return std::all_of(done.begin(), done.end(), [](bool d) { return d; });
+    };
+    if (steps <= 0 || collect())
+      return out;
+    bool useGraph = gpu && opts.cuda_graphs;
+    if (useGraph && !stream)
+      stream = std::make_unique<cuda::Stream>();
+    if (useGraph && (!graph || graphBatch != B)) {
+      graph.emplace(cuda::Graph::capture(*stream, [&] { decodeStep(B); }));
+      graphBatch = B;
+      info.decode_graph = true;
+    }
+    while (true) {
+      if (useGraph) {
+        graph->replay(*stream);
+        stream->synchronize();
+        ++info.graph_replays;
+      } else {
+        decodeStep(B);
+      }
+      if (collect())
+        break;
+    }
+    return out;
+  }
+  int graphBatch = 0;
+
+  ModelImpl(const ModelImpl &) = delete;
+};
+
+} // namespace
+
+Model::Model(const Weights &weights, const Target &target, Precision precision, ModelOptions options) {
+  if (target.kind == Target::Kind::Cpu && precision != Precision::F32)
+    throw Error("gpt2: the CPU backend runs fp32 only (got " + to_string(precision) + ")");
+  switch (precision) {
+  case Precision::F32: impl_ = std::make_unique<ModelImpl<f32>>(weights, target, precision, options); break;
+  case Precision::F16: impl_ = std::make_unique<ModelImpl<f16>>(weights, target, precision, options); break;
+  case Precision::BF16: impl_ = std::make_unique<ModelImpl<bf16>>(weights, target, precision, options); break;
+  }
+}
+Model::~Model() = default;
+Model::Model(Model &&) noexcept = default;
+
+const Config &Model::config() const { return impl_->cfg; }
+std::vector<float> Model::logits(const std::vector<int32_t> &tokens) { return impl_->logits(tokens); }
+std::vector<std::vector<int32_t>> Model::generate(const std::vector<std::vector<int32_t>> &prompts,
+                                                  const GenerateOptions &options,
+                                                  const std::function<void(int, int32_t)> &on_token) {
+  return impl_->generate(prompts, options, on_token);
+}
+const Explain &Model::explain() const { return impl_->info; }
+
+} // namespace kiln::gpt2
