@@ -42,6 +42,7 @@ struct Driver {
   KILN_CU_FN(cuMemcpyHtoD_v2, CUdeviceptr, const void *, size_t)
   KILN_CU_FN(cuMemcpyDtoH_v2, void *, CUdeviceptr, size_t)
   KILN_CU_FN(cuMemsetD8_v2, CUdeviceptr, unsigned char, size_t)
+  KILN_CU_FN(cuMemGetInfo_v2, size_t *, size_t *)
   KILN_CU_FN(cuGetErrorString, CUresult, const char **)
   KILN_CU_FN(cuEventCreate, CUevent *, unsigned)
   KILN_CU_FN(cuEventRecord, CUevent, CUstream)
@@ -82,6 +83,7 @@ struct Driver {
     sym(cuLaunchKernel, "cuLaunchKernel"); sym(cuMemAlloc_v2, "cuMemAlloc_v2");
     sym(cuMemFree_v2, "cuMemFree_v2"); sym(cuMemcpyHtoD_v2, "cuMemcpyHtoD_v2");
     sym(cuMemcpyDtoH_v2, "cuMemcpyDtoH_v2"); sym(cuMemsetD8_v2, "cuMemsetD8_v2");
+    sym(cuMemGetInfo_v2, "cuMemGetInfo_v2");
     sym(cuGetErrorString, "cuGetErrorString"); sym(cuEventCreate, "cuEventCreate");
     sym(cuEventRecord, "cuEventRecord"); sym(cuEventSynchronize, "cuEventSynchronize");
     sym(cuEventElapsedTime, "cuEventElapsedTime"); sym(cuEventDestroy_v2, "cuEventDestroy_v2");
@@ -172,6 +174,13 @@ void copy_to_device(void *dst, const void *src, std::size_t bytes) {
 void copy_to_host(void *dst, const void *src, std::size_t bytes) {
   check(ready().cuMemcpyDtoH_v2(dst, reinterpret_cast<CUdeviceptr>(src), bytes), "cuMemcpyDtoH");
 }
+std::size_t memory_in_use() {
+  auto &d = ready();
+  size_t free = 0, total = 0;
+  check(d.cuMemGetInfo_v2(&free, &total), "cuMemGetInfo");
+  return total - free;
+}
+
 void memset_device(void *dst, int byte, std::size_t bytes) {
   check(ready().cuMemsetD8_v2(reinterpret_cast<CUdeviceptr>(dst), (unsigned char)byte, bytes),
         "cuMemsetD8");

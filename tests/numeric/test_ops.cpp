@@ -8,6 +8,7 @@
 #include <doctest/doctest.h>
 
 #include "../support/check.hpp"
+#include "kiln/ops/decoder.hpp"
 #include "kiln/ops/layernorm.hpp"
 #include "kiln/ops/matmul.hpp"
 #include "kiln/ops/reference.hpp"
@@ -194,4 +195,40 @@ TEST_CASE("reductions along each axis, argmax and broadcasts match the reference
     check(ds.fetch(), wsp, 0, 0);
     CHECK(dra.fetch() == wra);
   }
+}
+
+TEST_CASE_TEMPLATE("split-K matmul with a bias+gelu epilogue matches the reference", T, float, half) {
+  using D = std::conditional_t<std::is_same_v<T, float>, f32, f16>;
+  constexpr int BM = kGpu ? 16 : 16, BN = 32, BK = 32;
+  auto mm = compile<ops::MatmulSplitK<D, BM, BN, BK>>(kCpu);
+  auto ep = compile<ops::SplitKEpilogue<D, 64, ops::Epilogue::BiasGelu>>(kCpu);
+  const int M = 3, N = 100, K = 300, kSplit = 96, splits = (K + kSplit - 1) / kSplit;
+  auto a = test::random_vector<T>(std::size_t(M) * K, 3);
+  auto b = test::random_vector<T>(std::size_t(K) * N, 4);
+  auto bias = test::random_vector<T>(N, 5);
+  std::vector<float> partial(std::size_t(splits) * M * N, -1.f);
+  std::vector<T> c(std::size_t(M) * N, T(0.f));
+  Mem da(a), db(b), dbias(bias), dc(c);
+  Mem dp(partial);
+  mm.launch(Grid(ceil_div(M, BM), ceil_div(N, BN), splits), da(), db(), dp(), M, N, K, K, N, kSplit);
+  ep.launch(Grid(M, ceil_div(N, 64)), dp(), dbias(), dc(), dc(), M, N, splits);
+  double tol = std::is_same_v<T, half> ? 1e-2 : 1e-5;
+  check(dc.fetch(), ref::matmul(a, b, M, N, K, &bias), tol, tol);
+}
+
+TEST_CASE("row argmax finds the first maximum and advances the position") {
+  auto k = compile<ops::ArgmaxRows<f32, 256>>(kCpu);
+  const int R = 3, V = 1000;
+  std::vector<float> logits(R * V);
+  for (int i = 0; i < R * V; ++i)
+    logits[i] = float((i * 7919) % 1009) / 100.f;
+  logits[0 * V + 999] = 50.f;                           // last column
+  logits[1 * V + 10] = logits[1 * V + 700] = 60.f;      // a tie: the first wins
+  logits[2 * V + 0] = 70.f;                             // first column
+  std::vector<int32_t> next(R, -1), pos{5, 6, 7};
+  Mem dl(logits);
+  Mem dn(next), dpos(pos);
+  k.launch(Grid(R), dl(), dn(), dpos(), V, V, 1);
+  CHECK(dn.fetch() == std::vector<int32_t>{999, 10, 0});
+  CHECK(dpos.fetch() == std::vector<int32_t>{6, 7, 8});
 }

@@ -108,6 +108,7 @@ template <class D> struct ModelImpl final : Model::Impl {
   // Activations, sized for a whole context of rows.
   Buffer<H> x, h, qkv, att, fc, logitsBuf;
   Buffer<int32_t> tok, iota, next, pos;
+  Buffer<float> partial; ///< split-K partial products, [splits, rows, N]
 
   std::map<std::string, CompiledKernel> kernels;
   std::optional<cuda::Graph> graph;
@@ -169,6 +170,8 @@ template <class D> struct ModelImpl final : Model::Impl {
     for (std::size_t i = 0; i < rows; ++i)
       seq[i] = int32_t(i);
     iota.upload(seq.data(), rows);
+    if (gpu) // splits * N <= (2 * 132 / tiles + 1) * N <= 2 * 132 * 64 + N, for up to 16 rows
+      partial = Buffer<float>(gpu, std::size_t(16) * (2 * 132 * 64 + 64 + 4 * C));
     next = Buffer<int32_t>(gpu, std::size_t(B));
     pos = Buffer<int32_t>(gpu, std::size_t(B));
     compileKernels();
@@ -190,9 +193,11 @@ template <class D> struct ModelImpl final : Model::Impl {
       add<ops::MatmulBiasResidual<D, 64, 64, 32>>("proj_residual");
       add<ops::MatmulBiasGelu<D, 64, 64, 32>>("fc_gelu");
       add<ops::Matmul<D, 64, 64, 32>>("lm_head");
-      add<ops::MatmulBias<D, 16, 64, 64>>("qkv_decode");
-      add<ops::MatmulBiasResidual<D, 16, 64, 64>>("proj_residual_decode");
-      add<ops::MatmulBiasGelu<D, 16, 64, 64>>("fc_gelu_decode");
+      // Decode (few rows): split-K partial products and a fused epilogue.
+      add<ops::MatmulSplitK<D, 16, 64, 64>>("splitk");
+      add<ops::SplitKEpilogue<D, 1024, ops::Epilogue::Bias>>("qkv_epilogue");
+      add<ops::SplitKEpilogue<D, 1024, ops::Epilogue::BiasResidual>>("proj_residual_epilogue");
+      add<ops::SplitKEpilogue<D, 1024, ops::Epilogue::BiasGelu>>("fc_gelu_epilogue");
       add<ops::Matmul<D, 16, 64, 64>>("lm_head_decode");
     } else {
       add<ops::MatmulBias<D, 32, 32, 16>>("qkv");
@@ -212,19 +217,34 @@ template <class D> struct ModelImpl final : Model::Impl {
     }
   }
 
-  /// Role of a matmul for `rows` rows: the small-M variants on a GPU for decode.
-  std::string mm(const std::string &role, int rows) const {
-    return gpu && rows <= 16 && kernels.count(role + "_decode") ? role + "_decode" : role;
-  }
-  int bm(const std::string &role) const { return role.ends_with("_decode") ? 16 : gpu ? 64 : 32; }
-  int bn(const std::string &role) const { return gpu ? 64 : 32; }
-
-  void matmul(const std::string &base, int M, int N, int K, std::initializer_list<KernelArg> ptrs) {
-    std::string role = mm(base, M);
-    std::vector<KernelArg> args(ptrs);
+  /// `c = a @ b` with the epilogue of `role` (qkv: + bias; fc_gelu: + bias,
+  /// gelu; proj_residual: + bias + res; lm_head: nothing). On a GPU, few
+  /// rows (decode) use split-K so that enough programs stream the weights.
+  void matmul(const std::string &role, int M, int N, int K, const H *a, const H *b, const H *bias,
+              const H *res, H *c) {
+    bool decode = gpu && M <= 16;
+    if (decode && role != "lm_head") {
+      int kBlocks = int(ceil_div(K, 64)), tiles = int(ceil_div(N, 64) * ceil_div(M, 16));
+      int splits = std::clamp(int(ceil_div(2 * 132, tiles)), 1, kBlocks);
+      int kSplit = int(ceil_div(kBlocks, splits)) * 64;
+      splits = int(ceil_div(K, kSplit));
+      launch("splitk", Grid(ceil_div(M, 16), ceil_div(N, 64), splits),
+             {arg(a), arg(b), arg(partial.data()), arg(M), arg(N), arg(K), arg(K), arg(N), arg(kSplit)});
+      launch(role + "_epilogue", Grid(M, ceil_div(N, 1024)),
+             {arg(partial.data()), arg(bias), arg(res ? res : c), arg(c), arg(M), arg(N), arg(splits)});
+      return;
+    }
+    std::string name = decode ? role + "_decode" : role;
+    int bm = decode ? 16 : gpu ? 64 : 32, bn = gpu ? 64 : 32;
+    std::vector<KernelArg> args{arg(a), arg(b)};
+    if (bias)
+      args.push_back(arg(bias));
+    if (res)
+      args.push_back(arg(res));
+    args.push_back(arg(c));
     for (int v : {M, N, K, K, N, N})
       args.push_back(arg(v));
-    kernels.at(role).launch(Grid(ceil_div(M, bm(role)), ceil_div(N, bn(role))), args);
+    kernels.at(name).launch(Grid(ceil_div(M, bm), ceil_div(N, bn)), args);
     ++launchCount;
   }
 
@@ -243,7 +263,7 @@ template <class D> struct ModelImpl final : Model::Impl {
     float scale = 1.0f / std::sqrt(float(cfg.head_dim()));
     for (Layer &l : layers) {
       layernorm(x, l.ln1w, l.ln1b, h, rows);
-      matmul("qkv", rows, 3 * C, C, {arg(h.data()), arg(l.attnW.data()), arg(l.attnB.data()), arg(qkv.data())});
+      matmul("qkv", rows, 3 * C, C, h.data(), l.attnW.data(), l.attnB.data(), nullptr, qkv.data());
       if (prefill) {
         launch("kv_write", Grid(rows), {arg(qkv.data()), arg(iota.data()), arg(l.kc.data()), arg(l.vc.data()),
                                         arg(b), arg(rows), arg(C), arg(Tmax)});
@@ -257,12 +277,10 @@ template <class D> struct ModelImpl final : Model::Impl {
                {arg(qkv.data()), arg(l.kc.data()), arg(l.vc.data()), arg(att.data()), arg(pos.data()), arg(C),
                 arg(Tmax), arg(scale)});
       }
-      matmul("proj_residual", rows, C, C,
-             {arg(att.data()), arg(l.projW.data()), arg(l.projB.data()), arg(x.data()), arg(x.data())});
+      matmul("proj_residual", rows, C, C, att.data(), l.projW.data(), l.projB.data(), x.data(), x.data());
       layernorm(x, l.ln2w, l.ln2b, h, rows);
-      matmul("fc_gelu", rows, 4 * C, C, {arg(h.data()), arg(l.fcW.data()), arg(l.fcB.data()), arg(fc.data())});
-      matmul("proj_residual", rows, C, 4 * C,
-             {arg(fc.data()), arg(l.mlpW.data()), arg(l.mlpB.data()), arg(x.data()), arg(x.data())});
+      matmul("fc_gelu", rows, 4 * C, C, h.data(), l.fcW.data(), l.fcB.data(), nullptr, fc.data());
+      matmul("proj_residual", rows, C, 4 * C, fc.data(), l.mlpW.data(), l.mlpB.data(), x.data(), x.data());
     }
   }
 
@@ -290,10 +308,10 @@ template <class D> struct ModelImpl final : Model::Impl {
     blocks(T, /*prefill=*/true, b);
     if (allLogits) {
       layernorm(x, lnfw, lnfb, h, T);
-      matmul("lm_head", T, V, C, {arg(h.data()), arg(wteT.data()), arg(logitsBuf.data())});
+      matmul("lm_head", T, V, C, h.data(), wteT.data(), nullptr, nullptr, logitsBuf.data());
     } else {
       layernorm(x, lnfw, lnfb, h, 1, std::size_t(T - 1));
-      matmul("lm_head", 1, V, C, {arg(h.data() + std::size_t(T - 1) * C), arg(wteT.data()), arg(logitsBuf.data())});
+      matmul("lm_head", 1, V, C, h.data() + std::size_t(T - 1) * C, wteT.data(), nullptr, nullptr, logitsBuf.data());
     }
     info.launches_per_prefill = launchCount;
   }
@@ -318,7 +336,7 @@ template <class D> struct ModelImpl final : Model::Impl {
                                   arg(x.data()), arg(C)});
     blocks(B, /*prefill=*/false, 0);
     layernorm(x, lnfw, lnfb, h, B);
-    matmul("lm_head", B, V, C, {arg(h.data()), arg(wteT.data()), arg(logitsBuf.data())});
+    matmul("lm_head", B, V, C, h.data(), wteT.data(), nullptr, nullptr, logitsBuf.data());
     launch("argmax", Grid(B), {arg(logitsBuf.data()), arg(next.data()), arg(pos.data()), arg(V), arg(V), arg(1)});
     info.launches_per_decode_step = launchCount;
   }

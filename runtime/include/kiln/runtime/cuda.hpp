@@ -29,6 +29,8 @@ void free_device(void *p) noexcept;
 void copy_to_device(void *dst, const void *src, std::size_t bytes);
 void copy_to_host(void *dst, const void *src, std::size_t bytes);
 void memset_device(void *dst, int byte, std::size_t bytes);
+/// Bytes of device memory in use on the GPU (all processes, as the driver reports).
+std::size_t memory_in_use();
 
 /// Device memory holding `n` elements of T; `data()` is a device address usable
 /// as a launch argument for a `Ptr<T>` parameter.
