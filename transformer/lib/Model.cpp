@@ -1,6 +1,8 @@
 //===- Model.cpp - a GPT-2 decoder made of kiln kernels --------------------===//
 #include "kiln/gpt2/model.hpp"
 
+#include "Parallel.h"
+
 #include "kiln/kiln.hpp"
 #include "kiln/ops/attention.hpp"
 #include "kiln/ops/decoder.hpp"
@@ -12,6 +14,7 @@
 #include <cmath>
 #include <cstring>
 #include <map>
+#include <mutex>
 #include <optional>
 
 namespace kiln::gpt2 {
@@ -115,11 +118,18 @@ template <class D> struct ModelImpl final : Model::Impl {
   std::unique_ptr<cuda::Stream> stream;
   int launchCount = 0;
 
+  /// Kernels to compile, gathered by compileKernels() and compiled in parallel.
+  std::vector<std::function<void()>> pending;
+  std::mutex compiled;
+
   template <class K> void add(const std::string &role, CompileOptions options = {}) {
-    auto k = compile<K>(target, options);
-    info.kernels.push_back({k.name(), role, k.compile_seconds(), k.from_cache()});
-    info.compile_seconds += k.compile_seconds();
-    kernels.emplace(role, std::move(static_cast<CompiledKernel &>(k)));
+    pending.push_back([this, role, options] {
+      auto k = compile<K>(target, options);
+      std::lock_guard<std::mutex> lock(compiled);
+      info.kernels.push_back({k.name(), role, k.compile_seconds(), k.from_cache()});
+      info.compile_seconds += k.compile_seconds();
+      kernels.emplace(role, std::move(static_cast<CompiledKernel &>(k)));
+    });
   }
 
   void launch(const std::string &role, Grid grid, std::initializer_list<KernelArg> args) {
@@ -130,8 +140,10 @@ template <class D> struct ModelImpl final : Model::Impl {
   Buffer<H> upload(const Tensor &t) {
     Buffer<H> b(gpu, std::size_t(t.numel()));
     std::vector<H> conv(t.data.size());
-    for (std::size_t i = 0; i < conv.size(); ++i)
-      conv[i] = H(t.data[i]);
+    parallelFor(int64_t(conv.size()), [&](int64_t begin, int64_t end) {
+      for (int64_t i = begin; i < end; ++i)
+        conv[std::size_t(i)] = H(t.data[std::size_t(i)]);
+    });
     b.upload(conv.data(), conv.size());
     return b;
   }
@@ -144,9 +156,11 @@ template <class D> struct ModelImpl final : Model::Impl {
     Tensor wt;
     wt.shape = {C, V};
     wt.data.resize(std::size_t(C) * V);
-    for (int v = 0; v < V; ++v)
-      for (int c = 0; c < C; ++c)
-        wt.data[std::size_t(c) * V + v] = w.wte.data[std::size_t(v) * C + c];
+    parallelFor(C, [&](int64_t begin, int64_t end) {
+      for (int64_t c = begin; c < end; ++c)
+        for (int v = 0; v < V; ++v)
+          wt.data[std::size_t(c) * V + v] = w.wte.data[std::size_t(v) * C + std::size_t(c)];
+    }, 1);
     wteT = upload(wt);
     lnfw = upload(w.ln_f_w);
     lnfb = upload(w.ln_f_b);
@@ -215,6 +229,23 @@ template <class D> struct ModelImpl final : Model::Impl {
     case 64: withHead.template operator()<64>(); break;
     default: withHead.template operator()<128>(); break;
     }
+    // Independent compilations, one per core (cache hits take about 1 ms each).
+    std::vector<std::exception_ptr> errors(pending.size());
+    parallelFor(int64_t(pending.size()), [&](int64_t begin, int64_t end) {
+      for (int64_t i = begin; i < end; ++i) {
+        try {
+          pending[std::size_t(i)]();
+        } catch (...) {
+          errors[std::size_t(i)] = std::current_exception();
+        }
+      }
+    }, 1);
+    pending.clear();
+    for (auto &e : errors)
+      if (e)
+        std::rethrow_exception(e);
+    std::sort(info.kernels.begin(), info.kernels.end(),
+              [](const Explain::KernelInfo &a, const Explain::KernelInfo &b) { return a.role < b.role; });
   }
 
   /// `c = a @ b` with the epilogue of `role` (qkv: + bias; fc_gelu: + bias,

@@ -2,6 +2,7 @@
 #include "kiln/gpt2/weights.hpp"
 
 #include "Json.h"
+#include "Parallel.h"
 #include "kiln/runtime/kernel.hpp"
 
 #include <bit>
@@ -398,31 +399,37 @@ uint64_t mix(uint64_t z) {
 Weights Weights::random(const Config &config, uint64_t seed) {
   Weights w;
   shapeFor(w, config);
-  uint64_t counter = 0;
-  // Element i overall is lo + (hi - lo) * u, u = the top 24 bits of
-  // mix(seed + (i + 1) * golden) / 2^24, computed in double, stored as float.
-  auto fill = [&](Tensor &t, double lo, double hi) {
-    t.data.resize(std::size_t(t.numel()));
-    for (float &x : t.data) {
-      ++counter;
-      double u = double(mix(seed + counter * 0x9E3779B97F4A7C15ull) >> 40) * (1.0 / 16777216.0);
-      x = float(lo + (hi - lo) * u);
-    }
-  };
+  // Element i overall (1-based, across tensors in named() order) is
+  // lo + (hi - lo) * u, u = the top 24 bits of mix(seed + i * golden) / 2^24,
+  // computed in double and stored as float: independent of the others, so
+  // tensors are filled in parallel.
   double C = config.n_embd;
+  uint64_t counter = 0;
   for (auto &[name, t] : w.named()) {
+    double lo, hi;
     if (name == "wte.weight")
-      fill(*t, -0.5, 0.5);
+      lo = -0.5, hi = 0.5;
     else if (name == "wpe.weight")
-      fill(*t, -0.1, 0.1);
+      lo = -0.1, hi = 0.1;
     else if (name.ends_with("ln_1.weight") || name.ends_with("ln_2.weight") || name == "ln_f.weight")
-      fill(*t, 0.9, 1.1);
+      lo = 0.9, hi = 1.1;
     else if (name.ends_with(".bias"))
-      fill(*t, -0.1, 0.1);
+      lo = -0.1, hi = 0.1;
     else { // projections: keep activations O(1)
       double a = 1.0 / std::sqrt(name.ends_with("mlp.c_proj.weight") ? 4 * C : C);
-      fill(*t, -a, a);
+      lo = -a, hi = a;
     }
+    t->data.resize(std::size_t(t->numel()));
+    uint64_t base = counter;
+    float *out = t->data.data();
+    parallelFor(t->numel(), [&](int64_t begin, int64_t end) {
+      for (int64_t i = begin; i < end; ++i) {
+        uint64_t k = base + uint64_t(i) + 1;
+        double u = double(mix(seed + k * 0x9E3779B97F4A7C15ull) >> 40) * (1.0 / 16777216.0);
+        out[i] = float(lo + (hi - lo) * u);
+      }
+    });
+    counter += uint64_t(t->numel());
   }
   return w;
 }

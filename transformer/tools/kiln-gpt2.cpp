@@ -227,9 +227,10 @@ int main(int argc, char **argv) {
       const gpt2::Explain &e = model.explain();
       std::cerr << "\n== kiln-gpt2 --explain ==\n"
                 << "model: " << weights.config.describe() << "\n"
-                << "device: " << (device == "cuda" ? cuda::device_name() + " (" + target.arch + ")" : "cpu")
+                << "device: " << (device == "cuda" ? cuda::device_name() : "cpu")
                 << ", precision " << gpt2::to_string(precision) << ", " << prompts.size() << " sequence(s)\n"
-                << "kernels (" << e.kernels.size() << ", " << e.compile_seconds << " s compiling):\n";
+                << "kernels (" << e.kernels.size() << ", " << e.compile_seconds
+                << " s of compilation summed over kernels compiled in parallel):\n";
       for (const auto &k : e.kernels)
         std::cerr << "  " << k.role << ": " << k.name << "  " << (k.from_cache ? "cache hit" : "compiled") << " in "
                   << k.compile_seconds * 1e3 << " ms\n";
