@@ -82,7 +82,7 @@ Config tinyConfig() {
   return c;
 }
 
-bool sameWeights(Weights &a, Weights &b) {
+[[maybe_unused]] bool sameWeights(Weights &a, Weights &b) {
   auto na = a.named(), nb = b.named();
   if (na.size() != nb.size())
     return false;
@@ -212,6 +212,33 @@ TEST_CASE("the tiny model's logits and greedy tokens match HF transformers") {
   CHECK(batch.at(1) == alone.at(0));
   CHECK(batch.at(0) == std::vector<int32_t>(g.greedy.begin(), g.greedy.begin() + 16));
   CHECK(batch.at(2) == batch.at(0));
+}
+
+TEST_CASE("sampling: seeded, top-k 1 is greedy, bad options are refused") {
+  Golden g = readGolden(testData() + "/tiny_golden.json");
+  Weights w = Weights::random(g.config, g.seed);
+  Model model(w, target(), Precision::F32);
+  GenerateOptions go;
+  go.max_new_tokens = 24;
+  go.stop_at_eot = false;
+  go.temperature = 0.8f;
+  go.top_k = 1; // only the most likely token survives, whatever the temperature
+  CHECK(model.generate({g.prompt}, go).at(0) == std::vector<int32_t>(g.greedy.begin(), g.greedy.begin() + 24));
+  go.top_k = 40;
+  go.top_p = 0.9f;
+  go.seed = 5;
+  auto a = model.generate({g.prompt}, go).at(0), b = model.generate({g.prompt}, go).at(0);
+  CHECK(a == b);
+  go.seed = 6;
+  auto c = model.generate({g.prompt}, go).at(0);
+  CHECK(a != c);
+  for (int32_t t : c)
+    CHECK((t >= 0 && t < g.config.vocab_size));
+  go.top_p = 0;
+  CHECK_THROWS_WITH_AS(model.generate({g.prompt}, go), doctest::Contains("top_p must be in (0, 1]"), Error);
+  go.top_p = 1;
+  go.temperature = -1;
+  CHECK_THROWS_WITH_AS(model.generate({g.prompt}, go), doctest::Contains("temperature must be"), Error);
 }
 
 TEST_CASE("prompts the model cannot take are refused") {

@@ -232,3 +232,75 @@ TEST_CASE("row argmax finds the first maximum and advances the position") {
   CHECK(dn.fetch() == std::vector<int32_t>{999, 10, 0});
   CHECK(dpos.fetch() == std::vector<int32_t>{6, 7, 8});
 }
+
+namespace {
+/// Empirical frequencies of `tokens` against probabilities `p` (0 outside the
+/// allowed set): every draw allowed, every frequency within 4.5 sigma.
+void checkDraws(const std::vector<int32_t> &tokens, const std::vector<double> &p) {
+  std::vector<double> freq(p.size(), 0.0);
+  for (int32_t t : tokens) {
+    REQUIRE(t >= 0);
+    REQUIRE(t < int32_t(p.size()));
+    CHECK_MESSAGE(p[std::size_t(t)] > 0, "token " << t << " is outside the allowed set");
+    freq[std::size_t(t)] += 1.0 / double(tokens.size());
+  }
+  for (std::size_t i = 0; i < p.size(); ++i) {
+    double sigma = std::sqrt(std::max(p[i] * (1 - p[i]), 1e-6) / double(tokens.size()));
+    CHECK_MESSAGE(std::abs(freq[i] - p[i]) <= 4.5 * sigma + 1e-3,
+                  "token " << i << ": drawn " << freq[i] << ", probability " << p[i]);
+  }
+}
+/// softmax(x / temp) over the `keep` largest entries whose mass reaches top_p.
+std::vector<double> target(const std::vector<float> &x, double temp, int topK, double topP) {
+  std::vector<int> order(x.size());
+  for (std::size_t i = 0; i < x.size(); ++i)
+    order[i] = int(i);
+  std::sort(order.begin(), order.end(), [&](int a, int b) { return x[a] > x[b]; });
+  std::size_t k = topK > 0 ? std::size_t(topK) : x.size();
+  double z = 0;
+  for (std::size_t i = 0; i < k; ++i)
+    z += std::exp((x[order[i]] - x[order[0]]) / temp);
+  double mass = 0;
+  std::size_t keep = 0;
+  while (keep < k && (keep == 0 || mass < topP * z))
+    mass += std::exp((x[order[keep++]] - x[order[0]]) / temp);
+  std::vector<double> p(x.size(), 0.0);
+  for (std::size_t i = 0; i < keep; ++i)
+    p[std::size_t(order[i])] = std::exp((x[order[i]] - x[order[0]]) / temp) / mass;
+  return p;
+}
+} // namespace
+
+TEST_CASE("sampling draws from softmax(logits / T) restricted by top-k and top-p") {
+  auto k = compile<ops::SampleRows<f32, 64>>(kCpu);
+  const int V = 40, R = 4000;
+  std::vector<float> logits(V);
+  for (int i = 0; i < V; ++i)
+    logits[i] = float((i * 17) % 40) * 0.13f - 2.0f; // distinct values
+  struct Case {
+    float temp;
+    int topK;
+    float topP;
+  };
+  for (Case c : {Case{1.0f, 0, 1.0f}, Case{1.0f, 5, 1.0f}, Case{0.7f, 0, 0.6f}, Case{2.0f, 12, 0.8f}}) {
+    CAPTURE(c.temp);
+    CAPTURE(c.topK);
+    CAPTURE(c.topP);
+    std::vector<int32_t> next(R, -1), pos(R, 3);
+    Mem dl(logits);
+    Mem dn(next), dpos(pos);
+    // Row stride 0: every row samples the same logits with its own noise.
+    k.launch(Grid(R), dl(), dn(), dpos(), V, 0, 1, c.temp, c.topK, c.topP, 1234);
+    checkDraws(dn.fetch(), target(logits, c.temp, c.topK, c.topP));
+    CHECK(dpos.fetch() == std::vector<int32_t>(R, 4));
+  }
+  // The same seed and positions give the same draws; another seed does not.
+  std::vector<int32_t> a(64), b(64), c(64), pos(64, 0);
+  Mem dl(logits);
+  Mem da(a), db(b), dc(c), dp(pos);
+  k.launch(Grid(64), dl(), da(), dp(), V, 0, 0, 1.0f, 0, 1.0f, 7);
+  k.launch(Grid(64), dl(), db(), dp(), V, 0, 0, 1.0f, 0, 1.0f, 7);
+  k.launch(Grid(64), dl(), dc(), dp(), V, 0, 0, 1.0f, 0, 1.0f, 8);
+  CHECK(da.fetch() == db.fetch());
+  CHECK(da.fetch() != dc.fetch());
+}

@@ -202,6 +202,7 @@ template <class D> struct ModelImpl final : Model::Impl {
     add<ops::Embedding<D, 256>>("embedding");
     add<ops::KvWrite<D, 256>>("kv_write");
     add<ops::ArgmaxRows<D, 1024>>("argmax");
+    add<ops::SampleRows<D, 1024>>("sample");
     if (gpu) {
       add<ops::MatmulBias<D, 64, 64, 32>>("qkv");
       add<ops::MatmulBiasResidual<D, 64, 64, 32>>("proj_residual");
@@ -358,9 +359,19 @@ template <class D> struct ModelImpl final : Model::Impl {
     return std::vector<float>(raw.begin(), raw.end());
   }
 
+  /// Picks the next token of `rows` rows of logits into next[], advancing pos[].
+  void choose(const H *logits, int32_t *nextOut, int32_t *posOut, int rows, int advance, const GenerateOptions &o) {
+    int V = cfg.vocab_size;
+    if (!(o.temperature > 0))
+      launch("argmax", Grid(rows), {arg(logits), arg(nextOut), arg(posOut), arg(V), arg(V), arg(advance)});
+    else
+      launch("sample", Grid(rows), {arg(logits), arg(nextOut), arg(posOut), arg(V), arg(V), arg(advance),
+                                    arg(o.temperature), arg(o.top_k), arg(o.top_p), arg(int(o.seed))});
+  }
+
   /// One decode step for all `B` sequences: embed next[b] at pos[b], run the
   /// blocks, sample into next[b] and advance pos[b]. Device-side only.
-  void decodeStep(int B) {
+  void decodeStep(int B, const GenerateOptions &o) {
     int C = cfg.n_embd, V = cfg.vocab_size;
     launchCount = 0;
     launch("embedding", Grid(B), {arg(next.data()), arg(pos.data()), arg(wte.data()), arg(wpe.data()),
@@ -368,7 +379,7 @@ template <class D> struct ModelImpl final : Model::Impl {
     blocks(B, /*prefill=*/false, 0);
     layernorm(x, lnfw, lnfb, h, B);
     matmul("lm_head", B, V, C, h.data(), wteT.data(), nullptr, nullptr, logitsBuf.data());
-    launch("argmax", Grid(B), {arg(logitsBuf.data()), arg(next.data()), arg(pos.data()), arg(V), arg(V), arg(1)});
+    choose(logitsBuf.data(), next.data(), pos.data(), B, 1, o);
     info.launches_per_decode_step = launchCount;
   }
 
@@ -379,7 +390,12 @@ template <class D> struct ModelImpl final : Model::Impl {
     if (B < 1 || B > std::max(1, opts.max_batch))
       throw Error("gpt2: " + std::to_string(B) + " prompts; this model was set up for at most " +
                   std::to_string(std::max(1, opts.max_batch)));
-    int V = cfg.vocab_size;
+    if (!(o.temperature >= 0) || std::isinf(o.temperature))
+      throw Error("gpt2: temperature must be a finite number >= 0, got " + std::to_string(o.temperature));
+    if (o.top_k < 0)
+      throw Error("gpt2: top_k must be >= 0 (0: no limit), got " + std::to_string(o.top_k));
+    if (!(o.top_p > 0 && o.top_p <= 1))
+      throw Error("gpt2: top_p must be in (0, 1], got " + std::to_string(o.top_p));
     int longest = 0;
     for (auto &p : prompts) {
       checkPrompt(p);
@@ -393,8 +409,7 @@ template <class D> struct ModelImpl final : Model::Impl {
       prefill(prompts[std::size_t(b)], b, false);
       int32_t p = int32_t(prompts[std::size_t(b)].size());
       pos.upload(&p, 1, std::size_t(b));
-      launch("argmax", Grid(1), {arg(logitsBuf.data()), arg(next.data() + b), arg(pos.data() + b), arg(V), arg(V),
-                                 arg(0)});
+      choose(logitsBuf.data(), next.data() + b, pos.data() + b, 1, 0, o);
     }
     std::vector<int32_t> current(static_cast<std::size_t>(B));
     auto collect = [&] {
@@ -415,9 +430,13 @@ template <class D> struct ModelImpl final : Model::Impl {
     bool useGraph = gpu && opts.cuda_graphs;
     if (useGraph && !stream)
       stream = std::make_unique<cuda::Stream>();
-    if (useGraph && (!graph || graphBatch != B)) {
-      graph.emplace(cuda::Graph::capture(*stream, [&] { decodeStep(B); }));
-      graphBatch = B;
+    // The graph bakes in the batch and the sampling parameters.
+    std::string key = std::to_string(B) + "/" + std::to_string(o.temperature) + "/" + std::to_string(o.top_k) +
+                      "/" + std::to_string(o.top_p) + "/" + std::to_string(o.seed);
+    if (useGraph && (!graph || graphKey != key)) {
+      graph.reset();
+      graph.emplace(cuda::Graph::capture(*stream, [&] { decodeStep(B, o); }));
+      graphKey = key;
       info.decode_graph = true;
     }
     while (true) {
@@ -426,14 +445,14 @@ template <class D> struct ModelImpl final : Model::Impl {
         stream->synchronize();
         ++info.graph_replays;
       } else {
-        decodeStep(B);
+        decodeStep(B, o);
       }
       if (collect())
         break;
     }
     return out;
   }
-  int graphBatch = 0;
+  std::string graphKey;
 
   ModelImpl(const ModelImpl &) = delete;
 };

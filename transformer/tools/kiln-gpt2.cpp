@@ -32,8 +32,10 @@ const char *kUsage = R"(usage: kiln-gpt2 (--model DIR | --llmc FILE | --random S
   --prompt TEXT        the prompt (repeatable: one sequence each); default: stdin
   --max-new-tokens N   tokens to generate per prompt (default 64)
   --batch N            run N copies of the prompt(s) together (default 1)
-  --temperature T      0 (default): greedy
-  --seed N             seed of --random weights (default 1)
+  --temperature T      0 (default): greedy; otherwise sample from softmax(logits / T)
+  --top-k K            sample among the K most likely tokens (0, default: all)
+  --top-p P            ... then among the fewest whose probability reaches P (default 1)
+  --seed N             seed of the sampling and of --random weights (default 1)
   --device cuda|cpu    default: cuda when a GPU is present, else cpu
   --precision P        fp16 (GPU default), bf16 or fp32 (CPU: fp32 only)
   --max-seq N          KV-cache length per sequence (default: the model's context)
@@ -50,7 +52,8 @@ struct Args {
   std::string model, llmc, random, device, precision, tokenizer;
   std::vector<std::string> prompts;
   int maxNew = 64, batch = 1, maxSeq = 0;
-  double temperature = 0;
+  double temperature = 0, topP = 1;
+  int topK = 0;
   uint64_t seed = 1;
   bool explain = false, graphs = true;
 };
@@ -103,6 +106,17 @@ Args parse(int argc, char **argv) {
       if (a.temperature < 0)
         usageError("--temperature must be >= 0");
     }
+    else if (f == "--top-k") a.topK = toInt(f, value(), 0);
+    else if (f == "--top-p") {
+      std::string v = value();
+      try {
+        a.topP = std::stod(v);
+      } catch (...) {
+        usageError("--top-p expects a number, got '" + v + "'");
+      }
+      if (!(a.topP > 0 && a.topP <= 1))
+        usageError("--top-p must be in (0, 1], got " + v);
+    }
     else if (f == "--device") a.device = value();
     else if (f == "--precision") a.precision = value();
     else if (f == "--tokenizer") a.tokenizer = value();
@@ -115,8 +129,6 @@ Args parse(int argc, char **argv) {
     usageError("give exactly one of --model DIR, --llmc FILE, --random SIZE");
   if (!a.device.empty() && a.device != "cuda" && a.device != "cpu")
     usageError("--device must be cuda or cpu, got '" + a.device + "'");
-  if (a.temperature != 0)
-    usageError("only greedy decoding (--temperature 0) is implemented so far");
   return a;
 }
 
@@ -197,6 +209,10 @@ int main(int argc, char **argv) {
     gpt2::GenerateOptions go;
     go.max_new_tokens = a.maxNew;
     go.eot = tok.eot();
+    go.temperature = float(a.temperature);
+    go.top_k = a.topK;
+    go.top_p = float(a.topP);
+    go.seed = int32_t(a.seed);
     bool stream = prompts.size() == 1;
     if (stream) {
       std::cout << a.prompts[0] << std::flush;

@@ -64,6 +64,94 @@ template <class T, int BLOCK> struct ArgmaxRows {
   }
 };
 
+/// A counter-based hash of (key, index) to a uniform float in (0, 1),
+/// reproducible on any backend: 32-bit wrapping multiplies and xors, with
+/// signed division standing in for the shifts of a murmur-style finaliser.
+template <int... D> Tile<f32, D...> uniform_hash(I32 key, Tile<i32, D...> index) {
+  auto h = (index * -1640531535) ^ key; // 0x9E3779B1
+  h = h ^ (h / 65536);
+  h = h * -2048144789; // 0x85EBCA6B
+  h = h ^ (h / 8192);
+  h = h * -1028477387; // 0xC2B2AE35
+  h = h ^ (h / 65536);
+  return (cast<f32>(h / 256 + 8388608) + 0.5f) * (1.0f / 16777216.0f);
+}
+
+/// Sampling: `next[r]` is drawn from softmax(logits row r / temperature),
+/// restricted to the top_k largest logits (0: all) and then to the smallest
+/// set of those whose probability reaches top_p (1: all). Thresholds are
+/// found by bisection over the logit values (sweeps of the row); the draw
+/// is a Gumbel-max over the kept entries with noise from uniform_hash(seed,
+/// pos[r], r), so replays of a captured decode step draw fresh numbers. Also
+/// advances `pos[r]` by `advance`. Grid: (rows).
+template <class T, int BLOCK> struct SampleRows {
+  static constexpr int kBisections = 24;
+  void operator()(Ptr<T> logits, Ptr<i32> next, Ptr<i32> pos, I32 V, I32 ld, I32 advance, F32 temperature,
+                  I32 top_k, F32 top_p, I32 seed) const {
+    auto r = program_id(0);
+    auto row = logits + r * ld;
+    auto cols = arange<BLOCK>();
+    auto step = load(pos + r);
+    auto value = [&](Tile<i32, BLOCK> c) { return cast<f32>(load(row + c, c < V, 0)); };
+    // Largest and smallest logit.
+    auto init = std::tuple{full<f32, BLOCK>(-3.0e38f), full<f32, BLOCK>(3.0e38f)};
+    auto [hiLane, loLane] = for_range(0, V, BLOCK, init, [&](I32 c0, Tile<f32, BLOCK> hi, Tile<f32, BLOCK> lo) {
+      auto c = c0 + cols;
+      auto x = value(c);
+      return std::tuple{where(c < V, maximum(hi, x), hi), where(c < V, minimum(lo, x), lo)};
+    });
+    auto top = max(hiLane), bottom = min(loLane);
+    auto inv_t = 1.0f / temperature;
+    // How many logits are >= t, and their unnormalised probability mass.
+    auto above = [&](F32 t) {
+      auto z = std::tuple{zeros<f32, BLOCK>(), zeros<f32, BLOCK>()};
+      auto [n, mass] = for_range(0, V, BLOCK, z, [&](I32 c0, Tile<f32, BLOCK> n, Tile<f32, BLOCK> mass) {
+        auto c = c0 + cols;
+        auto x = value(c);
+        auto keep = (c < V) & (x >= t);
+        return std::tuple{n + where(keep, full<f32, BLOCK>(1.0f), 0.0f), mass + where(keep, exp((x - top) * inv_t), 0.0f)};
+      });
+      return std::tuple{sum(n), sum(mass)};
+    };
+    // top-k: the largest t with at least top_k logits >= t.
+    auto kRounds = where(top_k > 0, I32(kBisections), I32(0));
+    auto kSearch = for_range(0, kRounds, 1, std::tuple{bottom, top}, [&](I32, F32 lo, F32 hi) {
+      auto mid = (lo + hi) * 0.5f;
+      auto [n, mass] = above(mid);
+      (void)mass;
+      auto ok = n >= cast<f32>(top_k);
+      return std::tuple{where(ok, mid, lo), where(ok, hi, mid)};
+    });
+    auto tk = std::get<0>(kSearch);
+    // top-p: the largest t >= tk whose mass reaches top_p of the top-k mass.
+    auto [nk, massK] = above(tk);
+    (void)nk;
+    auto pRounds = where(top_p < 1.0f, I32(kBisections), I32(0));
+    auto pSearch = for_range(0, pRounds, 1, std::tuple{tk, top}, [&](I32, F32 lo, F32 hi) {
+      auto mid = (lo + hi) * 0.5f;
+      auto [n, mass] = above(mid);
+      (void)n;
+      auto ok = mass >= top_p * massK;
+      return std::tuple{where(ok, mid, lo), where(ok, hi, mid)};
+    });
+    auto t = std::get<0>(pSearch);
+    // Gumbel-max over the kept logits.
+    auto key = seed * 668265263 + step * 374761393 + r * -1640531535;
+    auto pick = std::tuple{full<f32, BLOCK>(-3.0e38f), zeros<i32, BLOCK>()};
+    auto [best, at] = for_range(0, V, BLOCK, pick, [&](I32 c0, Tile<f32, BLOCK> best, Tile<i32, BLOCK> at) {
+      auto c = c0 + cols;
+      auto x = value(c);
+      auto u = uniform_hash(key, c);
+      auto score = where((c < V) & (x >= t), (x - top) * inv_t - log(-log(u)), -3.0e38f);
+      auto better = score > best;
+      return std::tuple{where(better, score, best), where(better, c, at)};
+    });
+    auto m = max(best);
+    store(next + r, min(where(best == m, at, 2147483647)));
+    store(pos + r, step + advance);
+  }
+};
+
 /// Split-K matrix product for a few rows (decode): program (i, j, s) adds up
 /// the K range [s * k_split, (s + 1) * k_split) of its (BM, BN) tile into
 /// `partial[s]` (f32, [splits, M, N]); SplitKEpilogue finishes the sum.

@@ -36,6 +36,13 @@ struct GenerateOptions {
   int max_new_tokens = 64;
   bool stop_at_eot = true;
   int32_t eot = 50256;
+  /// 0: greedy. Otherwise tokens are drawn on the device from
+  /// softmax(logits / temperature), limited to the top_k largest (0: all)
+  /// and then to the smallest set whose probability reaches top_p.
+  float temperature = 0;
+  int top_k = 0;
+  float top_p = 1;
+  int32_t seed = 0;
 };
 
 /// What the model compiled and how it runs (`kiln-gpt2 --explain`).
@@ -64,7 +71,7 @@ public:
   /// Logits [T, V] of every position of one prompt (sequence 0).
   std::vector<float> logits(const std::vector<int32_t> &tokens);
 
-  /// Greedy continuation of every prompt; `on_token(i, token)` is called as
+  /// Continuation of every prompt (greedy unless options.temperature > 0); `on_token(i, token)` is called as
   /// each new token of prompt i is known. Returns the new tokens per prompt.
   std::vector<std::vector<int32_t>> generate(const std::vector<std::vector<int32_t>> &prompts,
                                              const GenerateOptions &options,
