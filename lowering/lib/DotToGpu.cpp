@@ -22,19 +22,11 @@ LogicalResult Emitter::emitDot(kiln::DotOp dot) {
     Value m = arith::DivSIOp::create(b, loc, flat, i32(N));
     Value n = arith::RemSIOp::create(b, loc, flat, i32(N));
     Value aRow = arith::MulIOp::create(b, loc, m, i32(K));
-    auto loop = scf::ForOp::create(b, loc, i32(0), i32(K), i32(1), ValueRange{elem(dot.getAcc(), j)});
-    {
-      OpBuilder::InsertionGuard guard(b);
-      Block *body = loop.getBody();
-      if (!body->empty() && body->back().hasTrait<OpTrait::IsTerminator>())
-        body->back().erase();
-      b.setInsertionPointToEnd(body);
-      Value k = loop.getInductionVar();
+    auto loop = emitLoop(0, K, ValueRange{elem(dot.getAcc(), j)}, [&](Value k, ValueRange acc) {
       Value av = loadSmem(0, arith::AddIOp::create(b, loc, aRow, k), in);
       Value bv = loadSmem(bBase, arith::AddIOp::create(b, loc, arith::MulIOp::create(b, loc, k, i32(N)), n), in);
-      Value acc = math::FmaOp::create(b, loc, widen(av), widen(bv), loop.getRegionIterArgs()[0]);
-      scf::YieldOp::create(b, loc, acc);
-    }
+      return SmallVector<Value>{math::FmaOp::create(b, loc, widen(av), widen(bv), acc[0])};
+    });
     out.push_back(loop.getResult(0));
   }
   barrier();

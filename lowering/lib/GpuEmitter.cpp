@@ -48,6 +48,18 @@ void Emitter::allocateRings(func::FuncOp src) {
   smemBytes = offset;
 }
 
+scf::ForOp Emitter::emitLoop(int64_t lb, int64_t ub, ValueRange inits,
+                             function_ref<SmallVector<Value>(Value, ValueRange)> body) {
+  auto loop = scf::ForOp::create(b, loc, i32(lb), i32(ub), i32(1), inits);
+  OpBuilder::InsertionGuard guard(b);
+  Block *block = loop.getBody();
+  if (!block->empty() && block->back().hasTrait<OpTrait::IsTerminator>())
+    block->back().erase();
+  b.setInsertionPointToEnd(block);
+  scf::YieldOp::create(b, loc, body(loop.getInductionVar(), loop.getRegionIterArgs()));
+  return loop;
+}
+
 LogicalResult Emitter::emitBlock(Block &block) {
   for (Operation &op : block)
     if (failed(emitOp(&op)))

@@ -492,6 +492,15 @@ private:
 
   Value globalPtr(Value addr);
 
+  /// i1: `addr` is a multiple of `bytes` and every mask in `masks` is set,
+  /// so that one vector access can serve the whole group.
+  Value vectorizable(Value addr, int64_t bytes, ArrayRef<Value> masks);
+
+  /// An scf.for over [lb, ub) carrying `inits`; `body(iv, carried)` returns
+  /// the next carried values.
+  scf::ForOp emitLoop(int64_t lb, int64_t ub, ValueRange inits,
+                      function_ref<SmallVector<Value>(Value, ValueRange)> body);
+
   /// A group of `width` loads: one vector load when the pointers are
   /// consecutive (known statically), the first is aligned and every mask bit is
   /// set (checked at run time), element loads otherwise.

@@ -25,19 +25,22 @@ Value Emitter::globalPtr(Value addr) {
   return LLVM::IntToPtrOp::create(b, loc, LLVM::LLVMPointerType::get(b.getContext(), 1), addr);
 }
 
+Value Emitter::vectorizable(Value addr, int64_t bytes, ArrayRef<Value> masks) {
+  Value fast = arith::CmpIOp::create(
+      b, loc, arith::CmpIPredicate::eq,
+      arith::AndIOp::create(b, loc, addr, arith::ConstantOp::create(b, loc, b.getI64IntegerAttr(bytes - 1))),
+      arith::ConstantOp::create(b, loc, b.getI64IntegerAttr(0)));
+  for (Value m : masks)
+    fast = arith::AndIOp::create(b, loc, fast, m);
+  return fast;
+}
+
 SmallVector<Value> Emitter::loadGroup(Type elemType, ArrayRef<Value> addrs, ArrayRef<Value> masks,
                              ArrayRef<Value> fills) {
   int64_t width = addrs.size();
   auto vecType = VectorType::get({width}, elemType);
   int64_t bytes = width * byteSize(elemType);
-  Value aligned = arith::CmpIOp::create(
-      b, loc, arith::CmpIPredicate::eq,
-      arith::AndIOp::create(b, loc, addrs[0],
-                            arith::ConstantOp::create(b, loc, b.getI64IntegerAttr(bytes - 1))),
-      arith::ConstantOp::create(b, loc, b.getI64IntegerAttr(0)));
-  Value fast = aligned;
-  for (Value m : masks)
-    fast = arith::AndIOp::create(b, loc, fast, m);
+  Value fast = vectorizable(addrs[0], bytes, masks);
   SmallVector<Type> types(width, elemType);
   auto ifOp = scf::IfOp::create(
       b, loc, fast,
@@ -112,17 +115,13 @@ LogicalResult Emitter::emitStore(kiln::StoreOp st) {
     SmallVector<Value> masks = st.getMask() ? get(st.getMask()) : SmallVector<Value>{};
     int64_t bytes = width * byteSize(elemType);
     for (int64_t j = 0; j < l.perThread; j += width) {
-      Value fast = arith::CmpIOp::create(
-          b, loc, arith::CmpIPredicate::eq,
-          arith::AndIOp::create(b, loc, pick(ptrs, j),
-                                arith::ConstantOp::create(b, loc, b.getI64IntegerAttr(bytes - 1))),
-          arith::ConstantOp::create(b, loc, b.getI64IntegerAttr(0)));
-      SmallVector<Value> part;
+      SmallVector<Value> part, groupMasks;
       for (int64_t k = 0; k < width; ++k) {
         part.push_back(pick(vals, j + k));
         if (!masks.empty())
-          fast = arith::AndIOp::create(b, loc, fast, pick(masks, j + k));
+          groupMasks.push_back(pick(masks, j + k));
       }
+      Value fast = vectorizable(pick(ptrs, j), bytes, groupMasks);
       auto ifOp = scf::IfOp::create(b, loc, fast, /*withElseRegion=*/true);
       OpBuilder::InsertionGuard guard(b);
       b.setInsertionPointToStart(ifOp.thenBlock());
@@ -175,13 +174,10 @@ LogicalResult Emitter::emitAsyncCopy(kiln::AsyncCopyOp cp) {
   // otherwise masked element loads and one vector store (tails only).
   MLIRContext *ctx = b.getContext();
   for (int64_t j = 0; j < l.perThread; j += width) {
-    Value fast = arith::CmpIOp::create(
-        b, loc, arith::CmpIPredicate::eq,
-        arith::AndIOp::create(b, loc, pick(ptrs, j),
-                              arith::ConstantOp::create(b, loc, b.getI64IntegerAttr(bytes - 1))),
-        arith::ConstantOp::create(b, loc, b.getI64IntegerAttr(0)));
+    SmallVector<Value> groupMasks;
     for (int64_t k = 0; k < width && !masks.empty(); ++k)
-      fast = arith::AndIOp::create(b, loc, fast, pick(masks, j + k));
+      groupMasks.push_back(pick(masks, j + k));
+    Value fast = vectorizable(pick(ptrs, j), bytes, groupMasks);
     Value addr = tileAddr(dst, tileIndex(dst, flatIndex(l, j)));
     auto ifOp = scf::IfOp::create(b, loc, fast, /*withElseRegion=*/true);
     OpBuilder::InsertionGuard guard(b);

@@ -133,17 +133,10 @@ SmallVector<Value> Emitter::foldAlong(Value src, Type resultType, int64_t axis, 
       idx.insert(idx.begin() + axis, i32(0));
       Value base = ravel(idx, tile.getShape());
       SmallVector<Value> carried = first(loadSmem(0, base, stored));
-      auto loop = scf::ForOp::create(b, loc, i32(1), i32(len), i32(1), carried);
-      {
-        OpBuilder::InsertionGuard guard(b);
-        Block *body = loop.getBody();
-        if (!body->empty() && body->back().hasTrait<OpTrait::IsTerminator>())
-          body->back().erase();
-        b.setInsertionPointToEnd(body);
-        Value k = loop.getInductionVar();
+      auto loop = emitLoop(1, len, carried, [&](Value k, ValueRange acc) {
         Value at = arith::AddIOp::create(b, loc, base, arith::MulIOp::create(b, loc, k, i32(stride)));
-        scf::YieldOp::create(b, loc, step(loop.getRegionIterArgs(), loadSmem(0, at, stored), k));
-      }
+        return step(acc, loadSmem(0, at, stored), k);
+      });
       storeSmem(resBase, r, loop.getResult(0));
     };
     if ((i + 1) * threads <= nRes) {
