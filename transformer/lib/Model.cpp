@@ -111,7 +111,9 @@ template <class D> struct ModelImpl final : Model::Impl {
   // Activations, sized for a whole context of rows.
   Buffer<H> x, h, qkv, att, fc, logitsBuf;
   Buffer<int32_t> tok, iota, next, pos;
-  Buffer<float> partial; ///< split-K partial products, [splits, rows, N]
+  Buffer<float> partial;  ///< split-K partial products, [splits, rows, N]
+  Buffer<float> attParts; ///< decode attention per cache chunk, [B, H, splits, head_dim + 2]
+  static constexpr int kChunk = 64, kMaxSplits = 32;
 
   std::map<std::string, CompiledKernel> kernels;
   std::optional<cuda::Graph> graph;
@@ -186,6 +188,8 @@ template <class D> struct ModelImpl final : Model::Impl {
     iota.upload(seq.data(), rows);
     if (gpu) // splits * N <= (2 * 132 / tiles + 1) * N <= 2 * 132 * 64 + N, for up to 16 rows
       partial = Buffer<float>(gpu, std::size_t(16) * (2 * 132 * 64 + 64 + 4 * C));
+    attParts = Buffer<float>(gpu, std::size_t(B) * cfg.n_head * std::size_t(ceil_div(Tmax, kChunk)) *
+                                      std::size_t(cfg.head_dim() + 2));
     next = Buffer<int32_t>(gpu, std::size_t(B));
     pos = Buffer<int32_t>(gpu, std::size_t(B));
     compileKernels();
@@ -220,9 +224,13 @@ template <class D> struct ModelImpl final : Model::Impl {
       add<ops::MatmulBiasGelu<D, 32, 32, 16>>("fc_gelu");
       add<ops::Matmul<D, 32, 32, 16>>("lm_head");
     }
+    if (ceil_div(Tmax, kChunk) > kMaxSplits)
+      throw Error("gpt2: a KV cache of " + std::to_string(Tmax) + " positions is longer than decode attention's " +
+                  std::to_string(kChunk * kMaxSplits) + " (use --max-seq)");
     auto withHead = [&]<int HD>() {
       add<ops::AttentionPrefill<D, 64, 64, HD>>("attention_prefill");
-      add<ops::AttentionDecode<D, 64, HD>>("attention_decode");
+      add<ops::AttentionDecodeSplit<D, 64, HD, kChunk>>("attention_decode");
+      add<ops::AttentionCombine<D, HD, kMaxSplits>>("attention_combine");
     };
     switch (hd) {
     case 16: withHead.template operator()<16>(); break;
@@ -305,9 +313,13 @@ template <class D> struct ModelImpl final : Model::Impl {
       } else {
         launch("kv_write", Grid(rows), {arg(qkv.data()), arg(pos.data()), arg(l.kc.data()), arg(l.vc.data()),
                                         arg(0), arg(1), arg(C), arg(Tmax)});
-        launch("attention_decode", Grid(rows, H),
-               {arg(qkv.data()), arg(l.kc.data()), arg(l.vc.data()), arg(att.data()), arg(pos.data()), arg(C),
+        // Split over the cache: a fixed grid of (sequence, head, chunk)
+        // programs, so the same graph serves every position.
+        int splits = int(ceil_div(Tmax, kChunk));
+        launch("attention_decode", Grid(rows, H, splits),
+               {arg(qkv.data()), arg(l.kc.data()), arg(l.vc.data()), arg(attParts.data()), arg(pos.data()), arg(C),
                 arg(Tmax), arg(scale)});
+        launch("attention_combine", Grid(rows, H), {arg(attParts.data()), arg(att.data()), arg(C), arg(splits)});
       }
       matmul("proj_residual", rows, C, C, att.data(), l.projW.data(), l.projB.data(), x.data(), x.data());
       layernorm(x, l.ln2w, l.ln2b, h, rows);

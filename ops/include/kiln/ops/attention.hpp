@@ -85,4 +85,63 @@ template <class T, int BN_, int D_> struct AttentionDecode {
   }
 };
 
+/// Decode split over the sequence (flash-decoding): program (b, h, s) attends
+/// to keys s*CHUNK .. s*CHUNK + CHUNK - 1 (up to pos[b]) and writes its
+/// running max, sum and unnormalised output to `part` ([B, H, S, D + 2], f32:
+/// D outputs, then m and l). AttentionCombine merges the S parts. Programs
+/// past the sequence write an empty part (m = kMaskedScore, l = 0). Grid:
+/// (B, H, S) with S = cdiv(Tmax, CHUNK), fixed, so one captured graph serves
+/// every position.
+template <class T, int BN_, int D_, int CHUNK> struct AttentionDecodeSplit {
+  static constexpr int BN = BN_, D = D_;
+  static_assert(CHUNK % BN_ == 0, "a chunk is a whole number of key blocks");
+  void operator()(Ptr<T> qkv, Ptr<T> kc, Ptr<T> vc, Ptr<f32> part, Ptr<i32> pos, I32 C, I32 Tmax,
+                  F32 scale) const {
+    auto b = program_id(0), h = program_id(1), s = program_id(2);
+    auto H = num_programs(1), S = num_programs(2);
+    auto len = load(pos + b) + 1;
+    auto lo = s * CHUNK;
+    auto hi = minimum(len, lo + CHUNK);
+    auto rd = arange<D>();
+    auto q = cast<f32>(load(qkv + b * (3 * C) + h * D + rd)); // (D)
+    auto kbase = kc + b * Tmax * C + h * D;
+    auto vbase = vc + b * Tmax * C + h * D;
+    auto init = std::tuple{F32(kMaskedScore), F32(0.0f), zeros<f32, D>()};
+    auto [m, l, acc] = for_range(lo, hi, BN, init, [&](I32 n0, F32 m, F32 l, Tile<f32, D> acc) {
+      auto rn = n0 + arange<BN>();
+      auto valid = expand_dims<1>(rn < hi);
+      auto offs = expand_dims<1>(rn) * C + expand_dims<0>(rd);
+      auto k = cast<f32>(load(kbase + offs, valid, 0));
+      auto sc = where(rn < hi, sum<1>(k * expand_dims<0>(q)) * scale, kMaskedScore);
+      auto m_new = maximum(m, max(sc));
+      auto p = where(rn < hi, exp(sc - m_new), 0.0f);
+      auto alpha = exp(m - m_new);
+      auto v = cast<f32>(load(vbase + offs, valid, 0));
+      return std::tuple{m_new, l * alpha + sum(p), acc * alpha + sum<0>(v * expand_dims<1>(p))};
+    });
+    auto base = part + ((b * H + h) * S + s) * (D + 2);
+    store(base + rd, acc);
+    store(base + D, m);
+    store(base + D + 1, l);
+  }
+};
+
+/// Merges the S parts of AttentionDecodeSplit: out = sum_s e^(m_s - M) acc_s /
+/// sum_s e^(m_s - M) l_s with M = max_s m_s. Grid: (B, H).
+template <class T, int D, int SMAX> struct AttentionCombine {
+  void operator()(Ptr<f32> part, Ptr<T> out, I32 C, I32 S) const {
+    auto b = program_id(0), h = program_id(1), H = num_programs(1);
+    auto rs = arange<SMAX>();
+    auto rd = arange<D>();
+    auto base = part + (b * H + h) * S * (D + 2);
+    auto ms = load(base + rs * (D + 2) + D, rs < S, kMaskedScore);
+    auto ls = load(base + rs * (D + 2) + D + 1, rs < S, 0.0f);
+    auto top = max(ms);
+    auto w = where(rs < S, exp(ms - top), 0.0f); // (SMAX)
+    auto accs = load(base + expand_dims<1>(rs) * (D + 2) + expand_dims<0>(rd), expand_dims<1>(rs < S), 0.0f);
+    auto o = sum<0>(accs * expand_dims<1>(w)) / sum(w * ls);
+    store(out + b * C + h * D + rd, cast<T>(o));
+  }
+};
+
 } // namespace kiln::ops
