@@ -95,6 +95,7 @@ TEST_CASE("GPT-2 kernels") {
   check_kernel<ops::SplitKEpilogue<f16, 1024, ops::Epilogue::BiasGelu>>();
   check_kernel<ops::Embedding<f16, 256>>();
   check_kernel<ops::KvWrite<bf16, 256>>();
+  check_kernel<ops::GatherRows<f16, 256>>();
   // Row argmax: (value, index) pairs through warp shuffles.
   check_kernel<ops::ArgmaxRows<f16, 1024>>("shfl.sync.bfly");
   check_kernel<ops::SampleRows<f16, 1024>>("shfl.sync.bfly");

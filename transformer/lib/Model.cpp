@@ -111,6 +111,7 @@ template <class D> struct ModelImpl final : Model::Impl {
   // Activations, sized for a whole context of rows.
   Buffer<H> x, h, qkv, att, fc, logitsBuf;
   Buffer<int32_t> tok, iota, next, pos;
+  Buffer<int32_t> rowSeq, rowPos, starts, lengths, lastRows; ///< a packed prefill
   Buffer<float> partial;  ///< split-K partial products, [splits, rows, N]
   Buffer<float> attParts; ///< decode attention per cache chunk, [B, H, splits, head_dim + 2]
   static constexpr int kChunk = 64, kMaxSplits = 32;
@@ -173,14 +174,20 @@ template <class D> struct ModelImpl final : Model::Impl {
               Buffer<H>(gpu, std::size_t(B) * Tmax * C), Buffer<H>(gpu, std::size_t(B) * Tmax * C)};
       layers.push_back(std::move(l));
     }
-    std::size_t rows = std::size_t(std::max(Tmax, B));
+    // A packed prefill holds up to B prompts of up to Tmax tokens.
+    std::size_t rows = std::size_t(B) * std::size_t(Tmax);
     x = Buffer<H>(gpu, rows * C);
     h = Buffer<H>(gpu, rows * C);
     qkv = Buffer<H>(gpu, rows * 3 * C);
     att = Buffer<H>(gpu, rows * C);
     fc = Buffer<H>(gpu, rows * 4 * C);
-    logitsBuf = Buffer<H>(gpu, rows * V);
+    logitsBuf = Buffer<H>(gpu, std::size_t(std::max(Tmax, B)) * V);
     tok = Buffer<int32_t>(gpu, rows);
+    rowSeq = Buffer<int32_t>(gpu, rows);
+    rowPos = Buffer<int32_t>(gpu, rows);
+    starts = Buffer<int32_t>(gpu, std::size_t(B));
+    lengths = Buffer<int32_t>(gpu, std::size_t(B));
+    lastRows = Buffer<int32_t>(gpu, std::size_t(B));
     iota = Buffer<int32_t>(gpu, rows);
     std::vector<int32_t> seq(rows);
     for (std::size_t i = 0; i < rows; ++i)
@@ -205,6 +212,7 @@ template <class D> struct ModelImpl final : Model::Impl {
       add<ops::LayerNorm<D, 2048, true>>("layernorm");
     add<ops::Embedding<D, 256>>("embedding");
     add<ops::KvWrite<D, 256>>("kv_write");
+    add<ops::GatherRows<D, 256>>("gather");
     add<ops::ArgmaxRows<D, 1024>>("argmax");
     add<ops::SampleRows<D, 1024>>("sample");
     if (gpu) {
@@ -296,23 +304,24 @@ template <class D> struct ModelImpl final : Model::Impl {
             arg(C), arg(C), arg(1e-5f)});
   }
 
-  /// The transformer blocks over `rows` rows held in x; prefill (seq b,
-  /// positions 0..rows-1) or decode (row r = sequence r at pos[r]).
-  void blocks(int rows, bool prefill, int b) {
+  /// The transformer blocks over `rows` rows held in x: a packed prefill of
+  /// `seqs` prompts (rowSeq/rowPos/starts/lengths describe them, the longest
+  /// has `longest` tokens) or a decode step (row r = sequence r at pos[r]).
+  void blocks(int rows, bool prefill, int seqs = 0, int longest = 0) {
     int C = cfg.n_embd, H = cfg.n_head;
     float scale = 1.0f / std::sqrt(float(cfg.head_dim()));
     for (Layer &l : layers) {
       layernorm(x, l.ln1w, l.ln1b, h, rows);
       matmul("qkv", rows, 3 * C, C, h.data(), l.attnW.data(), l.attnB.data(), nullptr, qkv.data());
       if (prefill) {
-        launch("kv_write", Grid(rows), {arg(qkv.data()), arg(iota.data()), arg(l.kc.data()), arg(l.vc.data()),
-                                        arg(b), arg(rows), arg(C), arg(Tmax)});
-        launch("attention_prefill", Grid(ceil_div(rows, 64), H),
-               {arg(qkv.data()), arg(l.kc.data()), arg(l.vc.data()), arg(att.data()), arg(b), arg(rows), arg(C),
-                arg(Tmax), arg(scale)});
+        launch("kv_write", Grid(rows), {arg(qkv.data()), arg(rowSeq.data()), arg(rowPos.data()), arg(l.kc.data()),
+                                        arg(l.vc.data()), arg(C), arg(Tmax)});
+        launch("attention_prefill", Grid(ceil_div(longest, 64), H, seqs),
+               {arg(qkv.data()), arg(l.kc.data()), arg(l.vc.data()), arg(att.data()), arg(starts.data()),
+                arg(lengths.data()), arg(C), arg(Tmax), arg(scale)});
       } else {
-        launch("kv_write", Grid(rows), {arg(qkv.data()), arg(pos.data()), arg(l.kc.data()), arg(l.vc.data()),
-                                        arg(0), arg(1), arg(C), arg(Tmax)});
+        launch("kv_write", Grid(rows), {arg(qkv.data()), arg(iota.data()), arg(pos.data()), arg(l.kc.data()),
+                                        arg(l.vc.data()), arg(C), arg(Tmax)});
         // Split over the cache: a fixed grid of (sequence, head, chunk)
         // programs, so the same graph serves every position.
         int splits = int(ceil_div(Tmax, kChunk));
@@ -340,29 +349,50 @@ template <class D> struct ModelImpl final : Model::Impl {
                     std::to_string(cfg.vocab_size) + ")");
   }
 
-  /// Embeds and runs the prompt of sequence b; leaves the final hidden
-  /// states normalised in h and the last row's logits in logitsBuf row 0
-  /// (all rows when `allLogits`).
-  void prefill(const std::vector<int32_t> &tokens, int b, bool allLogits) {
-    int T = int(tokens.size()), C = cfg.n_embd, V = cfg.vocab_size;
+  /// Runs every prompt (sequence b = prompts[b]) in one packed pass: their
+  /// rows one after another, each at positions 0 .. T_b - 1. Leaves the
+  /// logits of each prompt's last row in logitsBuf rows 0 .. B-1, or of every
+  /// row of a single prompt when `allLogits`.
+  void prefill(const std::vector<std::vector<int32_t>> &prompts, bool allLogits) {
+    int C = cfg.n_embd, V = cfg.vocab_size, n = int(prompts.size()), longest = 0;
+    std::vector<int32_t> toks, seq, at, first, len, last;
+    for (int b = 0; b < n; ++b) {
+      const auto &p = prompts[std::size_t(b)];
+      first.push_back(int32_t(toks.size()));
+      len.push_back(int32_t(p.size()));
+      last.push_back(int32_t(toks.size() + p.size() - 1));
+      longest = std::max(longest, int(p.size()));
+      for (std::size_t t = 0; t < p.size(); ++t) {
+        toks.push_back(p[t]);
+        seq.push_back(b);
+        at.push_back(int32_t(t));
+      }
+    }
+    int R = int(toks.size());
     launchCount = 0;
-    tok.upload(tokens.data(), tokens.size());
-    launch("embedding", Grid(T), {arg(tok.data()), arg(iota.data()), arg(wte.data()), arg(wpe.data()),
+    tok.upload(toks.data(), toks.size());
+    rowSeq.upload(seq.data(), seq.size());
+    rowPos.upload(at.data(), at.size());
+    starts.upload(first.data(), first.size());
+    lengths.upload(len.data(), len.size());
+    lastRows.upload(last.data(), last.size());
+    launch("embedding", Grid(R), {arg(tok.data()), arg(rowPos.data()), arg(wte.data()), arg(wpe.data()),
                                   arg(x.data()), arg(C)});
-    blocks(T, /*prefill=*/true, b);
+    blocks(R, /*prefill=*/true, n, longest);
     if (allLogits) {
-      layernorm(x, lnfw, lnfb, h, T);
-      matmul("lm_head", T, V, C, h.data(), wteT.data(), nullptr, nullptr, logitsBuf.data());
+      layernorm(x, lnfw, lnfb, h, R);
+      matmul("lm_head", R, V, C, h.data(), wteT.data(), nullptr, nullptr, logitsBuf.data());
     } else {
-      layernorm(x, lnfw, lnfb, h, 1, std::size_t(T - 1));
-      matmul("lm_head", 1, V, C, h.data() + std::size_t(T - 1) * C, wteT.data(), nullptr, nullptr, logitsBuf.data());
+      launch("gather", Grid(n), {arg(x.data()), arg(lastRows.data()), arg(att.data()), arg(C)});
+      layernorm(att, lnfw, lnfb, h, n);
+      matmul("lm_head", n, V, C, h.data(), wteT.data(), nullptr, nullptr, logitsBuf.data());
     }
     info.launches_per_prefill = launchCount;
   }
 
   std::vector<float> logits(const std::vector<int32_t> &tokens) override {
     checkPrompt(tokens);
-    prefill(tokens, 0, true);
+    prefill({tokens}, true);
     std::size_t n = tokens.size() * std::size_t(cfg.vocab_size);
     std::vector<H> raw(n);
     logitsBuf.download(raw.data(), n);
@@ -416,13 +446,13 @@ template <class D> struct ModelImpl final : Model::Impl {
     int steps = std::min(o.max_new_tokens, Tmax - longest);
     std::vector<std::vector<int32_t>> out(static_cast<std::size_t>(B));
     std::vector<bool> done(static_cast<std::size_t>(B), steps <= 0);
-    // Prefill each prompt (its own length), sampling its first new token.
-    for (int b = 0; b < B; ++b) {
-      prefill(prompts[std::size_t(b)], b, false);
-      int32_t p = int32_t(prompts[std::size_t(b)].size());
-      pos.upload(&p, 1, std::size_t(b));
-      choose(logitsBuf.data(), next.data() + b, pos.data() + b, 1, 0, o);
-    }
+    // One packed prefill of every prompt, then each one's first new token.
+    prefill(prompts, false);
+    std::vector<int32_t> lens;
+    for (auto &p : prompts)
+      lens.push_back(int32_t(p.size()));
+    pos.upload(lens.data(), lens.size());
+    choose(logitsBuf.data(), next.data(), pos.data(), B, 0, o);
     std::vector<int32_t> current(static_cast<std::size_t>(B));
     auto collect = [&] {
       next.download(current.data(), std::size_t(B));

@@ -18,22 +18,27 @@ namespace kiln::ops {
 /// yet do not produce inf - inf.
 inline constexpr float kMaskedScore = -1e30f;
 
-/// Prefill: the T queries of sequence `b` attend causally to keys 0 .. T-1
-/// of its cache, flash style (online softmax over BN-key blocks, never
-/// materialising the T x T scores). Grid: (cdiv(T, BM), H).
+/// Prefill of a batch of prompts whose rows are packed one after another:
+/// sequence b owns rows start[b] .. start[b] + len[b] - 1 of `qkv` and `out`,
+/// at positions 0 .. len[b] - 1, and its keys are already in its cache.
+/// Each query attends causally, flash style (online softmax over BN-key
+/// blocks, never materialising the scores). Grid: (cdiv(max len, BM), H, B).
 template <class T, int BM_, int BN_, int D_> struct AttentionPrefill {
   static constexpr int BM = BM_, BN = BN_, D = D_;
-  void operator()(Ptr<T> qkv, Ptr<T> kc, Ptr<T> vc, Ptr<T> out, I32 b, I32 len, I32 C, I32 Tmax,
-                  F32 scale) const {
-    auto qb = program_id(0), h = program_id(1);
-    auto rm = qb * BM + arange<BM>();
+  void operator()(Ptr<T> qkv, Ptr<T> kc, Ptr<T> vc, Ptr<T> out, Ptr<i32> start, Ptr<i32> length, I32 C,
+                  I32 Tmax, F32 scale) const {
+    auto qb = program_id(0), h = program_id(1), b = program_id(2);
+    auto first = load(start + b), len = load(length + b);
+    auto rm = qb * BM + arange<BM>();             // positions of the queries
     auto rd = arange<D>();
     auto rows = expand_dims<1>(rm);               // (BM, 1)
     auto dcol = expand_dims<0>(rd);               // (1, D)
-    auto q = load(qkv + rows * (3 * C) + h * D + dcol, rows < len, 0); // (BM, D)
+    auto q = load(qkv + (first + rows) * (3 * C) + h * D + dcol, rows < len, 0); // (BM, D)
     auto kbase = kc + b * Tmax * C + h * D;
     auto vbase = vc + b * Tmax * C + h * D;
-    auto hi = minimum(len, (qb + 1) * BM); // causal: later keys are never needed
+    // Causal: keys past the block's last query are never needed (none at all
+    // for blocks past the prompt).
+    auto hi = where(qb * BM < len, minimum(len, (qb + 1) * BM), I32(0));
     auto init = std::tuple{full<f32, BM>(kMaskedScore), zeros<f32, BM>(), zeros<f32, BM, D>()};
     auto [m, l, acc] = for_range(0, hi, BN, init, [&](I32 n0, Tile<f32, BM> m, Tile<f32, BM> l,
                                                       Tile<f32, BM, D> acc) {
@@ -51,7 +56,7 @@ template <class T, int BM_, int BN_, int D_> struct AttentionPrefill {
       return std::tuple{m_new, l * alpha + sum<1>(p), acc_new};
     });
     (void)m;
-    store(out + rows * C + h * D + dcol, cast<T>(acc / expand_dims<1>(l)), rows < len);
+    store(out + (first + rows) * C + h * D + dcol, cast<T>(acc / expand_dims<1>(l)), rows < len);
   }
 };
 

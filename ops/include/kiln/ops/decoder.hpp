@@ -24,18 +24,30 @@ template <class T, int BLOCK> struct Embedding {
 };
 
 /// Copies the k and v parts of `qkv` row r into the caches at row
-/// (b0 + r / rows_per_seq) * Tmax + pos[r]. Grid: (rows).
+/// seq[r] * Tmax + pos[r]. Grid: (rows).
 template <class T, int BLOCK> struct KvWrite {
-  void operator()(Ptr<T> qkv, Ptr<i32> pos, Ptr<T> kc, Ptr<T> vc, I32 b0, I32 rows_per_seq, I32 C,
-                  I32 Tmax) const {
+  void operator()(Ptr<T> qkv, Ptr<i32> seq, Ptr<i32> pos, Ptr<T> kc, Ptr<T> vc, I32 C, I32 Tmax) const {
     auto r = program_id(0);
-    auto dst = ((b0 + r / rows_per_seq) * Tmax + load(pos + r)) * C;
+    auto dst = (load(seq + r) * Tmax + load(pos + r)) * C;
     auto cols = arange<BLOCK>();
     for_range(0, C, BLOCK, [&](I32 c0) {
       auto c = c0 + cols;
       auto mask = c < C;
       store(kc + dst + c, load(qkv + r * (3 * C) + C + c, mask, 0), mask);
       store(vc + dst + c, load(qkv + r * (3 * C) + 2 * C + c, mask, 0), mask);
+    });
+  }
+};
+
+/// `dst[r] = src[index[r]]` for rows of C columns. Grid: (rows).
+template <class T, int BLOCK> struct GatherRows {
+  void operator()(Ptr<T> src, Ptr<i32> index, Ptr<T> dst, I32 C) const {
+    auto r = program_id(0);
+    auto from = load(index + r);
+    auto cols = arange<BLOCK>();
+    for_range(0, C, BLOCK, [&](I32 c0) {
+      auto c = c0 + cols;
+      store(dst + r * C + c, load(src + from * C + c, c < C, 0), c < C);
     });
   }
 };
