@@ -50,12 +50,15 @@ int main(int argc, char **argv) {
     double setupSeconds = std::chrono::duration<double>(Clock::now() - t1).count();
     std::size_t peak = cuda::memory_in_use();
     const gpt2::Explain &e = model.explain();
-    std::printf("{\"model\": \"%s\", \"precision\": \"%s\", \"device\": \"%s\", \"weights_s\": %.3f, "
-                "\"setup_s\": %.3f, \"compile_s\": %.3f, \"kernels_from_cache\": %d, \"kernels\": %zu, "
-                "\"device_bytes\": %zu, \"runs\": [",
-                size.c_str(), precision.c_str(), cuda::device_name().c_str(), weightsSeconds, setupSeconds,
-                e.compile_seconds, int(std::count_if(e.kernels.begin(), e.kernels.end(), [](auto &k) { return k.from_cache; })),
-                e.kernels.size(), peak - before);
+    std::printf(
+        "{\"model\": \"%s\", \"precision\": \"%s\", \"device\": \"%s\", \"weights_s\": %.3f, "
+        "\"setup_s\": %.3f, \"compile_s\": %.3f, \"kernels_from_cache\": %d, \"kernels\": %zu, "
+        "\"device_bytes\": %zu, \"runs\": [",
+        size.c_str(), precision.c_str(), cuda::device_name().c_str(), weightsSeconds, setupSeconds,
+        e.compile_seconds,
+        int(std::count_if(e.kernels.begin(), e.kernels.end(),
+                          [](auto &k) { return k.from_cache; })),
+        e.kernels.size(), peak - before);
     bool first = true;
     for (int batch : {1, 8})
       for (int prompt : {16, 64, 256})
@@ -88,8 +91,8 @@ int main(int argc, char **argv) {
           std::fflush(stdout);
           first = false;
         }
-    std::printf("], \"launches_per_decode_step\": %d, \"decode_graph\": %s}\n", e.launches_per_decode_step,
-                e.decode_graph ? "true" : "false");
+    std::printf("], \"launches_per_decode_step\": %d, \"decode_graph\": %s}\n",
+                e.launches_per_decode_step, e.decode_graph ? "true" : "false");
     return 0;
   } catch (const Error &err) {
     std::cerr << "kiln-gpt2-bench: error: " << err.what() << "\n";

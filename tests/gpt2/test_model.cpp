@@ -64,14 +64,19 @@ Golden readGolden(const std::string &path) {
   out.config.vocab_size = int(c.find("vocab_size")->number);
   out.config.n_ctx = int(c.find("n_ctx")->number);
   out.seed = uint64_t(g.find("seed")->number);
-  for (auto &v : g.find("prompt")->array) out.prompt.push_back(int32_t(v.number));
-  for (auto &v : g.find("greedy")->array) out.greedy.push_back(int32_t(v.number));
-  for (auto &v : g.find("top2_gaps")->array) out.gaps.push_back(float(v.number));
-  for (auto &v : g.find("last_logits")->array) out.last.push_back(float(v.number));
+  for (auto &v : g.find("prompt")->array)
+    out.prompt.push_back(int32_t(v.number));
+  for (auto &v : g.find("greedy")->array)
+    out.greedy.push_back(int32_t(v.number));
+  for (auto &v : g.find("top2_gaps")->array)
+    out.gaps.push_back(float(v.number));
+  for (auto &v : g.find("last_logits")->array)
+    out.last.push_back(float(v.number));
   if (const json::Value *l = g.find("logits"); l && l->kind == json::Value::Kind::Array)
     for (auto &row : l->array) {
       out.logits.emplace_back();
-      for (auto &v : row.array) out.logits.back().push_back(float(v.number));
+      for (auto &v : row.array)
+        out.logits.back().push_back(float(v.number));
     }
   return out;
 }
@@ -109,7 +114,9 @@ TEST_CASE("weights round-trip through a HF directory and an llm.c checkpoint") {
   std::ofstream out(dir.path + "/model.bin", std::ios::binary);
   int32_t header[256] = {20240326, 3, c.n_ctx, c.vocab_size, L, c.n_head, C, Vp};
   out.write(reinterpret_cast<const char *>(header), sizeof header);
-  auto put = [&](const std::vector<float> &v) { out.write(reinterpret_cast<const char *>(v.data()), std::streamsize(v.size() * 4)); };
+  auto put = [&](const std::vector<float> &v) {
+    out.write(reinterpret_cast<const char *>(v.data()), std::streamsize(v.size() * 4));
+  };
   auto tr = [](const Tensor &t) { // [in, out] -> [out, in]
     int64_t in = t.shape[0], o = t.shape[1];
     std::vector<float> r(t.data.size());
@@ -122,7 +129,10 @@ TEST_CASE("weights round-trip through a HF directory and an llm.c checkpoint") {
   wte.resize(std::size_t(Vp) * C, 0.f);
   put(wte);
   put(w.wpe.data);
-  auto each = [&](auto get) { for (auto &l : w.layers) put(get(l)); };
+  auto each = [&](auto get) {
+    for (auto &l : w.layers)
+      put(get(l));
+  };
   each([](LayerWeights &l) { return l.ln_1_w.data; });
   each([](LayerWeights &l) { return l.ln_1_b.data; });
   each([&](LayerWeights &l) { return tr(l.c_attn_w); });
@@ -141,22 +151,25 @@ TEST_CASE("weights round-trip through a HF directory and an llm.c checkpoint") {
   Weights fromLlmc = Weights::from_llmc(dir.path + "/model.bin");
   CHECK(sameWeights(w, fromLlmc));
   std::filesystem::resize_file(dir.path + "/model.bin", 4096);
-  CHECK_THROWS_WITH_AS(Weights::from_llmc(dir.path + "/model.bin"), doctest::Contains("truncated while reading"),
-                       Error);
+  CHECK_THROWS_WITH_AS(Weights::from_llmc(dir.path + "/model.bin"),
+                       doctest::Contains("truncated while reading"), Error);
 }
 
 TEST_CASE("bad model files say exactly what is wrong") {
   test::TempDir dir("gpt2-bad");
   Weights w = Weights::random(tinyConfig(), 1);
   w.save_hf_dir(dir.path + "/ok");
-  CHECK_THROWS_WITH_AS(Weights::from_hf_dir(dir.path + "/nope"), doctest::Contains("does not exist"), Error);
+  CHECK_THROWS_WITH_AS(Weights::from_hf_dir(dir.path + "/nope"),
+                       doctest::Contains("does not exist"), Error);
   std::filesystem::create_directories(dir.path + "/empty");
-  CHECK_THROWS_WITH_AS(Weights::from_hf_dir(dir.path + "/empty"), doctest::Contains("has no config.json"), Error);
+  CHECK_THROWS_WITH_AS(Weights::from_hf_dir(dir.path + "/empty"),
+                       doctest::Contains("has no config.json"), Error);
   // A config that does not match the tensors.
   Config wider = tinyConfig();
   wider.n_embd = 128;
-  CHECK_THROWS_WITH_AS(Weights::from_safetensors(dir.path + "/ok/model.safetensors", wider),
-                       doctest::Contains("tensor 'h.0.attn.c_attn.bias' has shape [192], expected [384]"), Error);
+  CHECK_THROWS_WITH_AS(
+      Weights::from_safetensors(dir.path + "/ok/model.safetensors", wider),
+      doctest::Contains("tensor 'h.0.attn.c_attn.bias' has shape [192], expected [384]"), Error);
   Config deeper = tinyConfig();
   deeper.n_layer = 3;
   CHECK_THROWS_WITH_AS(Weights::from_safetensors(dir.path + "/ok/model.safetensors", deeper),
@@ -173,7 +186,8 @@ TEST_CASE("bad model files say exactly what is wrong") {
   std::ofstream(dir.path + "/i64.safetensors", std::ios::binary) << i64;
   CHECK_THROWS_WITH_AS(Weights::from_safetensors(dir.path + "/i64.safetensors", tinyConfig()),
                        doctest::Contains("has dtype I64; supported: F32, F16, BF16"), Error);
-  std::ofstream(dir.path + "/short.safetensors", std::ios::binary) << bytes.substr(0, bytes.size() / 2);
+  std::ofstream(dir.path + "/short.safetensors", std::ios::binary)
+      << bytes.substr(0, bytes.size() / 2);
   CHECK_THROWS_WITH_AS(Weights::from_safetensors(dir.path + "/short.safetensors", tinyConfig()),
                        doctest::Contains("do not fit"), Error);
   std::ofstream(dir.path + "/junk.safetensors", std::ios::binary) << "not a model";
@@ -194,7 +208,8 @@ TEST_CASE("the tiny model's logits and greedy tokens match HF transformers") {
   double worst = 0;
   for (std::size_t t = 0; t < g.logits.size(); ++t)
     for (std::size_t v = 0; v < g.logits[t].size(); ++v)
-      worst = std::max(worst, double(std::abs(logits[t * g.config.vocab_size + v] - g.logits[t][v])));
+      worst =
+          std::max(worst, double(std::abs(logits[t * g.config.vocab_size + v] - g.logits[t][v])));
   MESSAGE("max |logit - HF| = " << worst);
   CHECK(worst < 1e-4);
 
@@ -223,7 +238,8 @@ TEST_CASE("sampling: seeded, top-k 1 is greedy, bad options are refused") {
   go.stop_at_eot = false;
   go.temperature = 0.8f;
   go.top_k = 1; // only the most likely token survives, whatever the temperature
-  CHECK(model.generate({g.prompt}, go).at(0) == std::vector<int32_t>(g.greedy.begin(), g.greedy.begin() + 24));
+  CHECK(model.generate({g.prompt}, go).at(0) ==
+        std::vector<int32_t>(g.greedy.begin(), g.greedy.begin() + 24));
   go.top_k = 40;
   go.top_p = 0.9f;
   go.seed = 5;
@@ -235,10 +251,12 @@ TEST_CASE("sampling: seeded, top-k 1 is greedy, bad options are refused") {
   for (int32_t t : c)
     CHECK((t >= 0 && t < g.config.vocab_size));
   go.top_p = 0;
-  CHECK_THROWS_WITH_AS(model.generate({g.prompt}, go), doctest::Contains("top_p must be in (0, 1]"), Error);
+  CHECK_THROWS_WITH_AS(model.generate({g.prompt}, go), doctest::Contains("top_p must be in (0, 1]"),
+                       Error);
   go.top_p = 1;
   go.temperature = -1;
-  CHECK_THROWS_WITH_AS(model.generate({g.prompt}, go), doctest::Contains("temperature must be"), Error);
+  CHECK_THROWS_WITH_AS(model.generate({g.prompt}, go), doctest::Contains("temperature must be"),
+                       Error);
 }
 
 TEST_CASE("prompts the model cannot take are refused") {
@@ -247,7 +265,8 @@ TEST_CASE("prompts the model cannot take are refused") {
   GenerateOptions go;
   CHECK_THROWS_WITH_AS(model.generate({std::vector<int32_t>(200, 1)}, go),
                        doctest::Contains("the context holds 128"), Error);
-  CHECK_THROWS_WITH_AS(model.generate({{1, 2, 9999}}, go), doctest::Contains("token id 9999 is outside"), Error);
+  CHECK_THROWS_WITH_AS(model.generate({{1, 2, 9999}}, go),
+                       doctest::Contains("token id 9999 is outside"), Error);
   CHECK_THROWS_WITH_AS(model.generate({{}}, go), doctest::Contains("empty prompt"), Error);
   CHECK_THROWS_WITH_AS(model.generate({{1}, {2}}, go), doctest::Contains("at most 1"), Error);
 }
@@ -257,7 +276,8 @@ namespace {
 /// Golden data made in the same run on this machine (make_golden.py model 124M).
 std::string goldenDir() {
   const char *dir = std::getenv("KILN_GPT2_GOLDEN");
-  REQUIRE_MESSAGE(dir, "set KILN_GPT2_GOLDEN to the folder make_golden.py wrote 124M_fp32.json into");
+  REQUIRE_MESSAGE(dir,
+                  "set KILN_GPT2_GOLDEN to the folder make_golden.py wrote 124M_fp32.json into");
   return dir;
 }
 } // namespace
@@ -277,8 +297,10 @@ TEST_CASE("GPT-2 124M on the GPU matches HF transformers in fp32 and fp16") {
       hi = std::max(hi, g.last[v]);
       worst = std::max(worst, double(std::abs(logits[(T - 1) * V + v] - g.last[v])));
     }
-    double bound = p == Precision::F32 ? 1e-4 * std::max(1.0, double(hi - lo)) : 2e-2 * double(hi - lo);
-    MESSAGE(to_string(p) << ": max |logit - HF fp32| = " << worst << " (logits span " << hi - lo << ", bound " << bound << ")");
+    double bound =
+        p == Precision::F32 ? 1e-4 * std::max(1.0, double(hi - lo)) : 2e-2 * double(hi - lo);
+    MESSAGE(to_string(p) << ": max |logit - HF fp32| = " << worst << " (logits span " << hi - lo
+                         << ", bound " << bound << ")");
     CHECK(worst <= bound);
     GenerateOptions go;
     go.max_new_tokens = int(g.greedy.size());
@@ -292,7 +314,8 @@ TEST_CASE("GPT-2 124M on the GPU matches HF transformers in fp32 and fp16") {
       if (out[checked] != g.greedy[checked])
         break;
     }
-    MESSAGE(to_string(p) << ": greedy tokens identical to HF for " << checked << " of " << g.greedy.size());
+    MESSAGE(to_string(p) << ": greedy tokens identical to HF for " << checked << " of "
+                         << g.greedy.size());
     if (p == Precision::F32)
       CHECK(out == g.greedy);
     else

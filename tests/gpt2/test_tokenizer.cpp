@@ -57,7 +57,8 @@ TEST_CASE("the real GPT-2 vocabulary encodes as HF does") {
   CHECK(tok().encode("Hello world") == std::vector<int32_t>{15496, 995});
   CHECK(tok().encode("<|endoftext|>") == std::vector<int32_t>{50256});
   // ids from transformers' GPT2Tokenizer on the same files (make_golden.py tokenizer).
-  json::Value cases = json::parse(slurp(testData() + "/tokenizer_golden.json"), "tokenizer_golden.json");
+  json::Value cases =
+      json::parse(slurp(testData() + "/tokenizer_golden.json"), "tokenizer_golden.json");
   REQUIRE(cases.array.size() >= 10);
   for (const json::Value &c : cases.array) {
     const std::string &text = c.find("text")->string;
@@ -71,8 +72,13 @@ TEST_CASE("the real GPT-2 vocabulary encodes as HF does") {
 }
 
 TEST_CASE("encode then decode gives back any bytes") {
-  const char *texts[] = {"plain ascii", "Straße ẞ ǅ", "🙂 emoji 👍🏽", "mixed\t\r\n\v\f whitespace",
-                         "\xff\xfe invalid \xc3 utf-8 \xe2\x82", "\xed\xa0\x80 surrogate", "\0 nul"};
+  const char *texts[] = {"plain ascii",
+                         "Straße ẞ ǅ",
+                         "🙂 emoji 👍🏽",
+                         "mixed\t\r\n\v\f whitespace",
+                         "\xff\xfe invalid \xc3 utf-8 \xe2\x82",
+                         "\xed\xa0\x80 surrogate",
+                         "\0 nul"};
   for (const char *t : texts) {
     std::string s(t);
     CAPTURE(s);
@@ -99,6 +105,7 @@ TEST_CASE("bad tokenizer files are reported with what is wrong") {
   CHECK_THROWS_WITH_AS(
       Tokenizer::load(vocabDir() + "/encoder.json", write("bad.bpe", "#version: 0.2\na b c\n")),
       doctest::Contains("bad.bpe:2: expected two tokens"), Error);
-  CHECK_THROWS_WITH_AS(Tokenizer::from_dir(dir.path), doctest::Contains("has neither vocab.json"), Error);
+  CHECK_THROWS_WITH_AS(Tokenizer::from_dir(dir.path), doctest::Contains("has neither vocab.json"),
+                       Error);
   CHECK_THROWS_WITH_AS(tok().decode({60000}), doctest::Contains("not in the vocabulary"), Error);
 }

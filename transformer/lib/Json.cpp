@@ -50,11 +50,21 @@ struct Parser {
         fail("unterminated escape");
       char e = s[i++];
       switch (e) {
-      case 'n': out += '\n'; break;
-      case 't': out += '\t'; break;
-      case 'r': out += '\r'; break;
-      case 'b': out += '\b'; break;
-      case 'f': out += '\f'; break;
+      case 'n':
+        out += '\n';
+        break;
+      case 't':
+        out += '\t';
+        break;
+      case 'r':
+        out += '\r';
+        break;
+      case 'b':
+        out += '\b';
+        break;
+      case 'f':
+        out += '\f';
+        break;
       case 'u': {
         if (i + 4 > s.size())
           fail("truncated \\u escape");
@@ -72,7 +82,8 @@ struct Parser {
         }
         break;
       }
-      default: out += e;
+      default:
+        out += e;
       }
     }
     if (i >= s.size())

@@ -91,9 +91,9 @@ struct Model::Impl {
       : cfg(c), target(t), precision(p), opts(o), gpu(t.kind == Target::Kind::Cuda),
         Tmax(o.max_seq > 0 ? std::min(o.max_seq, c.n_ctx) : c.n_ctx) {}
   virtual std::vector<float> logits(const std::vector<int32_t> &tokens) = 0;
-  virtual std::vector<std::vector<int32_t>> generate(const std::vector<std::vector<int32_t>> &prompts,
-                                                     const GenerateOptions &o,
-                                                     const std::function<void(int, int32_t)> &cb) = 0;
+  virtual std::vector<std::vector<int32_t>>
+  generate(const std::vector<std::vector<int32_t>> &prompts, const GenerateOptions &o,
+           const std::function<void(int, int32_t)> &cb) = 0;
 };
 
 namespace {
@@ -151,7 +151,8 @@ template <class D> struct ModelImpl final : Model::Impl {
     return b;
   }
 
-  ModelImpl(const Weights &w, const Target &t, Precision p, ModelOptions o) : Impl(w.config, t, p, o) {
+  ModelImpl(const Weights &w, const Target &t, Precision p, ModelOptions o)
+      : Impl(w.config, t, p, o) {
     cfg.validate();
     int C = cfg.n_embd, V = cfg.vocab_size, B = std::max(1, o.max_batch);
     wte = upload(w.wte);
@@ -159,19 +160,32 @@ template <class D> struct ModelImpl final : Model::Impl {
     Tensor wt;
     wt.shape = {C, V};
     wt.data.resize(std::size_t(C) * V);
-    parallelFor(C, [&](int64_t begin, int64_t end) {
-      for (int64_t c = begin; c < end; ++c)
-        for (int v = 0; v < V; ++v)
-          wt.data[std::size_t(c) * V + v] = w.wte.data[std::size_t(v) * C + std::size_t(c)];
-    }, 1);
+    parallelFor(
+        C,
+        [&](int64_t begin, int64_t end) {
+          for (int64_t c = begin; c < end; ++c)
+            for (int v = 0; v < V; ++v)
+              wt.data[std::size_t(c) * V + v] = w.wte.data[std::size_t(v) * C + std::size_t(c)];
+        },
+        1);
     wteT = upload(wt);
     lnfw = upload(w.ln_f_w);
     lnfb = upload(w.ln_f_b);
     for (const LayerWeights &lw : w.layers) {
-      Layer l{upload(lw.ln_1_w), upload(lw.ln_1_b), upload(lw.c_attn_w), upload(lw.c_attn_b),
-              upload(lw.c_proj_w), upload(lw.c_proj_b), upload(lw.ln_2_w), upload(lw.ln_2_b),
-              upload(lw.c_fc_w), upload(lw.c_fc_b), upload(lw.mlp_proj_w), upload(lw.mlp_proj_b),
-              Buffer<H>(gpu, std::size_t(B) * Tmax * C), Buffer<H>(gpu, std::size_t(B) * Tmax * C)};
+      Layer l{upload(lw.ln_1_w),
+              upload(lw.ln_1_b),
+              upload(lw.c_attn_w),
+              upload(lw.c_attn_b),
+              upload(lw.c_proj_w),
+              upload(lw.c_proj_b),
+              upload(lw.ln_2_w),
+              upload(lw.ln_2_b),
+              upload(lw.c_fc_w),
+              upload(lw.c_fc_b),
+              upload(lw.mlp_proj_w),
+              upload(lw.mlp_proj_b),
+              Buffer<H>(gpu, std::size_t(B) * Tmax * C),
+              Buffer<H>(gpu, std::size_t(B) * Tmax * C)};
       layers.push_back(std::move(l));
     }
     // A packed prefill holds up to B prompts of up to Tmax tokens.
@@ -195,8 +209,9 @@ template <class D> struct ModelImpl final : Model::Impl {
     iota.upload(seq.data(), rows);
     if (gpu) // splits * N <= (2 * 132 / tiles + 1) * N <= 2 * 132 * 64 + N, for up to 16 rows
       partial = Buffer<float>(gpu, std::size_t(16) * (2 * 132 * 64 + 64 + 4 * C));
-    attParts = Buffer<float>(gpu, std::size_t(B) * cfg.n_head * std::size_t(ceil_div(Tmax, kChunk)) *
-                                      std::size_t(cfg.head_dim() + 2));
+    attParts =
+        Buffer<float>(gpu, std::size_t(B) * cfg.n_head * std::size_t(ceil_div(Tmax, kChunk)) *
+                               std::size_t(cfg.head_dim() + 2));
     next = Buffer<int32_t>(gpu, std::size_t(B));
     pos = Buffer<int32_t>(gpu, std::size_t(B));
     compileKernels();
@@ -205,7 +220,8 @@ template <class D> struct ModelImpl final : Model::Impl {
   void compileKernels() {
     int C = cfg.n_embd, hd = cfg.head_dim();
     if (C > 2048)
-      throw Error("gpt2: n_embd " + std::to_string(C) + " is wider than the layernorm kernel (2048)");
+      throw Error("gpt2: n_embd " + std::to_string(C) +
+                  " is wider than the layernorm kernel (2048)");
     if (C <= 1024)
       add<ops::LayerNorm<D, 1024, true>>("layernorm");
     else
@@ -233,7 +249,8 @@ template <class D> struct ModelImpl final : Model::Impl {
       add<ops::Matmul<D, 32, 32, 16>>("lm_head");
     }
     if (ceil_div(Tmax, kChunk) > kMaxSplits)
-      throw Error("gpt2: a KV cache of " + std::to_string(Tmax) + " positions is longer than decode attention's " +
+      throw Error("gpt2: a KV cache of " + std::to_string(Tmax) +
+                  " positions is longer than decode attention's " +
                   std::to_string(kChunk * kMaxSplits) + " (use --max-seq)");
     auto withHead = [&]<int HD>() {
       add<ops::AttentionPrefill<D, 64, 64, HD>>("attention_prefill");
@@ -241,28 +258,40 @@ template <class D> struct ModelImpl final : Model::Impl {
       add<ops::AttentionCombine<D, HD, kMaxSplits>>("attention_combine");
     };
     switch (hd) {
-    case 16: withHead.template operator()<16>(); break;
-    case 32: withHead.template operator()<32>(); break;
-    case 64: withHead.template operator()<64>(); break;
-    default: withHead.template operator()<128>(); break;
+    case 16:
+      withHead.template operator()<16>();
+      break;
+    case 32:
+      withHead.template operator()<32>();
+      break;
+    case 64:
+      withHead.template operator()<64>();
+      break;
+    default:
+      withHead.template operator()<128>();
+      break;
     }
     // Independent compilations, one per core (cache hits take about 1 ms each).
     std::vector<std::exception_ptr> errors(pending.size());
-    parallelFor(int64_t(pending.size()), [&](int64_t begin, int64_t end) {
-      for (int64_t i = begin; i < end; ++i) {
-        try {
-          pending[std::size_t(i)]();
-        } catch (...) {
-          errors[std::size_t(i)] = std::current_exception();
-        }
-      }
-    }, 1);
+    parallelFor(
+        int64_t(pending.size()),
+        [&](int64_t begin, int64_t end) {
+          for (int64_t i = begin; i < end; ++i) {
+            try {
+              pending[std::size_t(i)]();
+            } catch (...) {
+              errors[std::size_t(i)] = std::current_exception();
+            }
+          }
+        },
+        1);
     pending.clear();
     for (auto &e : errors)
       if (e)
         std::rethrow_exception(e);
-    std::sort(info.kernels.begin(), info.kernels.end(),
-              [](const Explain::KernelInfo &a, const Explain::KernelInfo &b) { return a.role < b.role; });
+    std::sort(
+        info.kernels.begin(), info.kernels.end(),
+        [](const Explain::KernelInfo &a, const Explain::KernelInfo &b) { return a.role < b.role; });
   }
 
   /// `c = a @ b` with the epilogue of `role` (qkv: + bias; fc_gelu: + bias,
@@ -277,9 +306,11 @@ template <class D> struct ModelImpl final : Model::Impl {
       int kSplit = int(ceil_div(kBlocks, splits)) * 64;
       splits = int(ceil_div(K, kSplit));
       launch("splitk", Grid(ceil_div(M, 16), ceil_div(N, 64), splits),
-             {arg(a), arg(b), arg(partial.data()), arg(M), arg(N), arg(K), arg(K), arg(N), arg(kSplit)});
+             {arg(a), arg(b), arg(partial.data()), arg(M), arg(N), arg(K), arg(K), arg(N),
+              arg(kSplit)});
       launch(role + "_epilogue", Grid(M, ceil_div(N, 1024)),
-             {arg(partial.data()), arg(bias), arg(res ? res : c), arg(c), arg(M), arg(N), arg(splits)});
+             {arg(partial.data()), arg(bias), arg(res ? res : c), arg(c), arg(M), arg(N),
+              arg(splits)});
       return;
     }
     std::string name = decode ? role + "_decode" : role;
@@ -296,12 +327,12 @@ template <class D> struct ModelImpl final : Model::Impl {
     ++launchCount;
   }
 
-  void layernorm(const Buffer<H> &in, const Buffer<H> &w, const Buffer<H> &b, Buffer<H> &out, int rows,
-                 std::size_t rowOffset = 0) {
+  void layernorm(const Buffer<H> &in, const Buffer<H> &w, const Buffer<H> &b, Buffer<H> &out,
+                 int rows, std::size_t rowOffset = 0) {
     int C = cfg.n_embd;
     launch("layernorm", Grid(rows),
-           {arg(in.data() + rowOffset * C), arg(w.data()), arg(b.data()), arg(out.data() + rowOffset * C),
-            arg(C), arg(C), arg(1e-5f)});
+           {arg(in.data() + rowOffset * C), arg(w.data()), arg(b.data()),
+            arg(out.data() + rowOffset * C), arg(C), arg(C), arg(1e-5f)});
   }
 
   /// The transformer blocks over `rows` rows held in x: a packed prefill of
@@ -314,26 +345,31 @@ template <class D> struct ModelImpl final : Model::Impl {
       layernorm(x, l.ln1w, l.ln1b, h, rows);
       matmul("qkv", rows, 3 * C, C, h.data(), l.attnW.data(), l.attnB.data(), nullptr, qkv.data());
       if (prefill) {
-        launch("kv_write", Grid(rows), {arg(qkv.data()), arg(rowSeq.data()), arg(rowPos.data()), arg(l.kc.data()),
-                                        arg(l.vc.data()), arg(C), arg(Tmax)});
+        launch("kv_write", Grid(rows),
+               {arg(qkv.data()), arg(rowSeq.data()), arg(rowPos.data()), arg(l.kc.data()),
+                arg(l.vc.data()), arg(C), arg(Tmax)});
         launch("attention_prefill", Grid(ceil_div(longest, 64), H, seqs),
-               {arg(qkv.data()), arg(l.kc.data()), arg(l.vc.data()), arg(att.data()), arg(starts.data()),
-                arg(lengths.data()), arg(C), arg(Tmax), arg(scale)});
+               {arg(qkv.data()), arg(l.kc.data()), arg(l.vc.data()), arg(att.data()),
+                arg(starts.data()), arg(lengths.data()), arg(C), arg(Tmax), arg(scale)});
       } else {
-        launch("kv_write", Grid(rows), {arg(qkv.data()), arg(iota.data()), arg(pos.data()), arg(l.kc.data()),
-                                        arg(l.vc.data()), arg(C), arg(Tmax)});
+        launch("kv_write", Grid(rows),
+               {arg(qkv.data()), arg(iota.data()), arg(pos.data()), arg(l.kc.data()),
+                arg(l.vc.data()), arg(C), arg(Tmax)});
         // Split over the cache: a fixed grid of (sequence, head, chunk)
         // programs, so the same graph serves every position.
         int splits = int(ceil_div(Tmax, kChunk));
         launch("attention_decode", Grid(rows, H, splits),
-               {arg(qkv.data()), arg(l.kc.data()), arg(l.vc.data()), arg(attParts.data()), arg(pos.data()), arg(C),
-                arg(Tmax), arg(scale)});
-        launch("attention_combine", Grid(rows, H), {arg(attParts.data()), arg(att.data()), arg(C), arg(splits)});
+               {arg(qkv.data()), arg(l.kc.data()), arg(l.vc.data()), arg(attParts.data()),
+                arg(pos.data()), arg(C), arg(Tmax), arg(scale)});
+        launch("attention_combine", Grid(rows, H),
+               {arg(attParts.data()), arg(att.data()), arg(C), arg(splits)});
       }
-      matmul("proj_residual", rows, C, C, att.data(), l.projW.data(), l.projB.data(), x.data(), x.data());
+      matmul("proj_residual", rows, C, C, att.data(), l.projW.data(), l.projB.data(), x.data(),
+             x.data());
       layernorm(x, l.ln2w, l.ln2b, h, rows);
       matmul("fc_gelu", rows, 4 * C, C, h.data(), l.fcW.data(), l.fcB.data(), nullptr, fc.data());
-      matmul("proj_residual", rows, C, 4 * C, fc.data(), l.mlpW.data(), l.mlpB.data(), x.data(), x.data());
+      matmul("proj_residual", rows, C, 4 * C, fc.data(), l.mlpW.data(), l.mlpB.data(), x.data(),
+             x.data());
     }
   }
 
@@ -342,7 +378,8 @@ template <class D> struct ModelImpl final : Model::Impl {
       throw Error("gpt2: empty prompt");
     if (int(tokens.size()) >= Tmax)
       throw Error("gpt2: the prompt has " + std::to_string(tokens.size()) +
-                  " tokens; the context holds " + std::to_string(Tmax) + " (prompt plus new tokens)");
+                  " tokens; the context holds " + std::to_string(Tmax) +
+                  " (prompt plus new tokens)");
     for (int32_t t : tokens)
       if (t < 0 || t >= cfg.vocab_size)
         throw Error("gpt2: token id " + std::to_string(t) + " is outside the vocabulary (" +
@@ -376,8 +413,9 @@ template <class D> struct ModelImpl final : Model::Impl {
     starts.upload(first.data(), first.size());
     lengths.upload(len.data(), len.size());
     lastRows.upload(last.data(), last.size());
-    launch("embedding", Grid(R), {arg(tok.data()), arg(rowPos.data()), arg(wte.data()), arg(wpe.data()),
-                                  arg(x.data()), arg(C)});
+    launch("embedding", Grid(R),
+           {arg(tok.data()), arg(rowPos.data()), arg(wte.data()), arg(wpe.data()), arg(x.data()),
+            arg(C)});
     blocks(R, /*prefill=*/true, n, longest);
     if (allLogits) {
       layernorm(x, lnfw, lnfb, h, R);
@@ -402,13 +440,16 @@ template <class D> struct ModelImpl final : Model::Impl {
   }
 
   /// Picks the next token of `rows` rows of logits into next[], advancing pos[].
-  void choose(const H *logits, int32_t *nextOut, int32_t *posOut, int rows, int advance, const GenerateOptions &o) {
+  void choose(const H *logits, int32_t *nextOut, int32_t *posOut, int rows, int advance,
+              const GenerateOptions &o) {
     int V = cfg.vocab_size;
     if (!(o.temperature > 0))
-      launch("argmax", Grid(rows), {arg(logits), arg(nextOut), arg(posOut), arg(V), arg(V), arg(advance)});
+      launch("argmax", Grid(rows),
+             {arg(logits), arg(nextOut), arg(posOut), arg(V), arg(V), arg(advance)});
     else
-      launch("sample", Grid(rows), {arg(logits), arg(nextOut), arg(posOut), arg(V), arg(V), arg(advance),
-                                    arg(o.temperature), arg(o.top_k), arg(o.top_p), arg(int(o.seed))});
+      launch("sample", Grid(rows),
+             {arg(logits), arg(nextOut), arg(posOut), arg(V), arg(V), arg(advance),
+              arg(o.temperature), arg(o.top_k), arg(o.top_p), arg(int(o.seed))});
   }
 
   /// One decode step for all `B` sequences: embed next[b] at pos[b], run the
@@ -416,8 +457,9 @@ template <class D> struct ModelImpl final : Model::Impl {
   void decodeStep(int B, const GenerateOptions &o) {
     int C = cfg.n_embd, V = cfg.vocab_size;
     launchCount = 0;
-    launch("embedding", Grid(B), {arg(next.data()), arg(pos.data()), arg(wte.data()), arg(wpe.data()),
-                                  arg(x.data()), arg(C)});
+    launch("embedding", Grid(B),
+           {arg(next.data()), arg(pos.data()), arg(wte.data()), arg(wpe.data()), arg(x.data()),
+            arg(C)});
     blocks(B, /*prefill=*/false, 0);
     layernorm(x, lnfw, lnfb, h, B);
     matmul("lm_head", B, V, C, h.data(), wteT.data(), nullptr, nullptr, logitsBuf.data());
@@ -433,7 +475,8 @@ template <class D> struct ModelImpl final : Model::Impl {
       throw Error("gpt2: " + std::to_string(B) + " prompts; this model was set up for at most " +
                   std::to_string(std::max(1, opts.max_batch)));
     if (!(o.temperature >= 0) || std::isinf(o.temperature))
-      throw Error("gpt2: temperature must be a finite number >= 0, got " + std::to_string(o.temperature));
+      throw Error("gpt2: temperature must be a finite number >= 0, got " +
+                  std::to_string(o.temperature));
     if (o.top_k < 0)
       throw Error("gpt2: top_k must be >= 0 (0: no limit), got " + std::to_string(o.top_k));
     if (!(o.top_p > 0 && o.top_p <= 1))
@@ -462,7 +505,8 @@ template <class D> struct ModelImpl final : Model::Impl {
         out[std::size_t(b)].push_back(current[std::size_t(b)]);
         if (cb)
           cb(b, current[std::size_t(b)]);
-        if ((o.stop_at_eot && current[std::size_t(b)] == o.eot) || int(out[std::size_t(b)].size()) >= steps)
+        if ((o.stop_at_eot && current[std::size_t(b)] == o.eot) ||
+            int(out[std::size_t(b)].size()) >= steps)
           done[std::size_t(b)] = true;
       }
       return std::all_of(done.begin(), done.end(), [](bool d) { return d; });
@@ -473,8 +517,9 @@ template <class D> struct ModelImpl final : Model::Impl {
     if (useGraph && !stream)
       stream = std::make_unique<cuda::Stream>();
     // The graph bakes in the batch and the sampling parameters.
-    std::string key = std::to_string(B) + "/" + std::to_string(o.temperature) + "/" + std::to_string(o.top_k) +
-                      "/" + std::to_string(o.top_p) + "/" + std::to_string(o.seed);
+    std::string key = std::to_string(B) + "/" + std::to_string(o.temperature) + "/" +
+                      std::to_string(o.top_k) + "/" + std::to_string(o.top_p) + "/" +
+                      std::to_string(o.seed);
     if (useGraph && (!graph || graphKey != key)) {
       graph.reset();
       graph.emplace(cuda::Graph::capture(*stream, [&] { decodeStep(B, o); }));
@@ -501,23 +546,32 @@ template <class D> struct ModelImpl final : Model::Impl {
 
 } // namespace
 
-Model::Model(const Weights &weights, const Target &target, Precision precision, ModelOptions options) {
+Model::Model(const Weights &weights, const Target &target, Precision precision,
+             ModelOptions options) {
   if (target.kind == Target::Kind::Cpu && precision != Precision::F32)
     throw Error("gpt2: the CPU backend runs fp32 only (got " + to_string(precision) + ")");
   switch (precision) {
-  case Precision::F32: impl_ = std::make_unique<ModelImpl<f32>>(weights, target, precision, options); break;
-  case Precision::F16: impl_ = std::make_unique<ModelImpl<f16>>(weights, target, precision, options); break;
-  case Precision::BF16: impl_ = std::make_unique<ModelImpl<bf16>>(weights, target, precision, options); break;
+  case Precision::F32:
+    impl_ = std::make_unique<ModelImpl<f32>>(weights, target, precision, options);
+    break;
+  case Precision::F16:
+    impl_ = std::make_unique<ModelImpl<f16>>(weights, target, precision, options);
+    break;
+  case Precision::BF16:
+    impl_ = std::make_unique<ModelImpl<bf16>>(weights, target, precision, options);
+    break;
   }
 }
 Model::~Model() = default;
 Model::Model(Model &&) noexcept = default;
 
 const Config &Model::config() const { return impl_->cfg; }
-std::vector<float> Model::logits(const std::vector<int32_t> &tokens) { return impl_->logits(tokens); }
-std::vector<std::vector<int32_t>> Model::generate(const std::vector<std::vector<int32_t>> &prompts,
-                                                  const GenerateOptions &options,
-                                                  const std::function<void(int, int32_t)> &on_token) {
+std::vector<float> Model::logits(const std::vector<int32_t> &tokens) {
+  return impl_->logits(tokens);
+}
+std::vector<std::vector<int32_t>>
+Model::generate(const std::vector<std::vector<int32_t>> &prompts, const GenerateOptions &options,
+                const std::function<void(int, int32_t)> &on_token) {
   return impl_->generate(prompts, options, on_token);
 }
 const Explain &Model::explain() const { return impl_->info; }

@@ -10,7 +10,8 @@ namespace kiln::gpt2 {
 
 /// Calls fn(begin, end) on disjoint chunks covering [0, n), in parallel.
 template <class Fn> void parallelFor(int64_t n, Fn fn, int64_t minChunk = 1 << 16) {
-  int64_t workers = std::max<int64_t>(1, std::min<int64_t>(std::thread::hardware_concurrency(), n / minChunk));
+  int64_t workers =
+      std::max<int64_t>(1, std::min<int64_t>(std::thread::hardware_concurrency(), n / minChunk));
   if (workers <= 1) {
     fn(int64_t(0), n);
     return;

@@ -109,14 +109,16 @@ std::string readFile(const std::string &path) {
 }
 
 /// A flat JSON object of string keys and integer values.
-std::unordered_map<std::string, int32_t> parseVocab(const std::string &text, const std::string &path) {
+std::unordered_map<std::string, int32_t> parseVocab(const std::string &text,
+                                                    const std::string &path) {
   std::size_t i = 0;
   auto fail = [&](const std::string &what) -> void {
     throw Error("gpt2 tokenizer: " + path + ": " + what + " at byte " + std::to_string(i) +
                 " (expected a JSON object of token -> id)");
   };
   auto ws = [&] {
-    while (i < text.size() && (text[i] == ' ' || text[i] == '\n' || text[i] == '\r' || text[i] == '\t'))
+    while (i < text.size() &&
+           (text[i] == ' ' || text[i] == '\n' || text[i] == '\r' || text[i] == '\t'))
       ++i;
   };
   auto hex4 = [&]() -> char32_t {
@@ -126,10 +128,14 @@ std::unordered_map<std::string, int32_t> parseVocab(const std::string &text, con
     for (int k = 0; k < 4; ++k) {
       char c = text[i++];
       v <<= 4;
-      if (c >= '0' && c <= '9') v |= char32_t(c - '0');
-      else if (c >= 'a' && c <= 'f') v |= char32_t(c - 'a' + 10);
-      else if (c >= 'A' && c <= 'F') v |= char32_t(c - 'A' + 10);
-      else fail("bad \\u escape");
+      if (c >= '0' && c <= '9')
+        v |= char32_t(c - '0');
+      else if (c >= 'a' && c <= 'f')
+        v |= char32_t(c - 'a' + 10);
+      else if (c >= 'A' && c <= 'F')
+        v |= char32_t(c - 'A' + 10);
+      else
+        fail("bad \\u escape");
     }
     return v;
   };
@@ -152,17 +158,34 @@ std::unordered_map<std::string, int32_t> parseVocab(const std::string &text, con
         fail("unterminated escape");
       char e = text[i++];
       switch (e) {
-      case '"': out += '"'; break;
-      case '\\': out += '\\'; break;
-      case '/': out += '/'; break;
-      case 'b': out += '\b'; break;
-      case 'f': out += '\f'; break;
-      case 'n': out += '\n'; break;
-      case 'r': out += '\r'; break;
-      case 't': out += '\t'; break;
+      case '"':
+        out += '"';
+        break;
+      case '\\':
+        out += '\\';
+        break;
+      case '/':
+        out += '/';
+        break;
+      case 'b':
+        out += '\b';
+        break;
+      case 'f':
+        out += '\f';
+        break;
+      case 'n':
+        out += '\n';
+        break;
+      case 'r':
+        out += '\r';
+        break;
+      case 't':
+        out += '\t';
+        break;
       case 'u': {
         char32_t cp = hex4();
-        if (cp >= 0xD800 && cp <= 0xDBFF && i + 1 < text.size() && text[i] == '\\' && text[i + 1] == 'u') {
+        if (cp >= 0xD800 && cp <= 0xDBFF && i + 1 < text.size() && text[i] == '\\' &&
+            text[i + 1] == 'u') {
           i += 2;
           char32_t lo = hex4();
           cp = 0x10000 + ((cp - 0xD800) << 10) + (lo - 0xDC00);
@@ -170,7 +193,8 @@ std::unordered_map<std::string, int32_t> parseVocab(const std::string &text, con
         appendUtf8(out, cp);
         break;
       }
-      default: fail(std::string("bad escape \\") + e);
+      default:
+        fail(std::string("bad escape \\") + e);
       }
     }
   };
@@ -217,7 +241,7 @@ constexpr std::string_view kEndOfText = "<|endoftext|>";
 
 struct Tokenizer::Impl {
   std::unordered_map<std::string, int32_t> vocab;
-  std::vector<std::string> tokens; // id -> token string (byte-mapped UTF-8)
+  std::vector<std::string> tokens;                // id -> token string (byte-mapped UTF-8)
   std::unordered_map<std::string, int32_t> ranks; // "a b" -> merge rank
   std::array<char32_t, 256> byteCode = byteToCode();
   std::unordered_map<char32_t, unsigned char> codeByte;
@@ -275,7 +299,8 @@ Tokenizer Tokenizer::load(const std::string &vocabPath, const std::string &merge
 
 Tokenizer Tokenizer::from_dir(const std::string &dir) {
   namespace fs = std::filesystem;
-  for (auto [v, mg] : {std::pair{"vocab.json", "merges.txt"}, std::pair{"encoder.json", "vocab.bpe"}}) {
+  for (auto [v, mg] :
+       {std::pair{"vocab.json", "merges.txt"}, std::pair{"encoder.json", "vocab.bpe"}}) {
     fs::path vp = fs::path(dir) / v, mp = fs::path(dir) / mg;
     if (fs::exists(vp) && fs::exists(mp))
       return load(vp.string(), mp.string());
@@ -376,7 +401,8 @@ std::vector<int32_t> Tokenizer::Impl::bpe(const std::string &piece) const {
   for (const std::string &sym : word) {
     auto it = vocab.find(sym);
     if (it == vocab.end())
-      throw Error("gpt2 tokenizer: the vocabulary has no token for a merge result (mismatched vocab and merges?)");
+      throw Error("gpt2 tokenizer: the vocabulary has no token for a merge result (mismatched "
+                  "vocab and merges?)");
     ids.push_back(it->second);
   }
   std::lock_guard<std::mutex> lock(cacheMutex);
@@ -410,15 +436,16 @@ std::vector<int32_t> Tokenizer::encode(std::string_view text) const {
 
 std::string Tokenizer::token_bytes(int32_t id) const {
   if (id < 0 || std::size_t(id) >= impl_->tokens.size() || impl_->tokens[std::size_t(id)].empty())
-    throw Error("gpt2 tokenizer: token id " + std::to_string(id) + " is not in the vocabulary (size " +
-                std::to_string(vocab_size()) + ")");
+    throw Error("gpt2 tokenizer: token id " + std::to_string(id) +
+                " is not in the vocabulary (size " + std::to_string(vocab_size()) + ")");
   if (id == eot_)
     return std::string(kEndOfText);
   std::string out;
   for (const Char &c : decodeUtf8(impl_->tokens[std::size_t(id)])) {
     auto b = impl_->codeByte.find(c.cp);
     if (b == impl_->codeByte.end())
-      throw Error("gpt2 tokenizer: token " + std::to_string(id) + " holds a character outside the byte map");
+      throw Error("gpt2 tokenizer: token " + std::to_string(id) +
+                  " holds a character outside the byte map");
     out += char(b->second);
   }
   return out;

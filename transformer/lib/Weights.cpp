@@ -22,7 +22,8 @@ namespace fs = std::filesystem;
 
 int64_t Config::num_params() const {
   int64_t C = n_embd;
-  int64_t perLayer = 4 * C + (C * 3 * C + 3 * C) + (C * C + C) + (C * 4 * C + 4 * C) + (4 * C * C + C);
+  int64_t perLayer =
+      4 * C + (C * 3 * C + 3 * C) + (C * C + C) + (C * 4 * C + 4 * C) + (4 * C * C + C);
   return int64_t(vocab_size) * C + int64_t(n_ctx) * C + n_layer * perLayer + 2 * C;
 }
 
@@ -50,7 +51,9 @@ Config Config::preset(const std::string &name) {
 }
 
 void Config::validate() const {
-  auto bad = [&](const std::string &what) { throw Error("gpt2: unusable config (" + what + "): " + describe()); };
+  auto bad = [&](const std::string &what) {
+    throw Error("gpt2: unusable config (" + what + "): " + describe());
+  };
   if (n_layer < 1 || n_head < 1 || n_embd < 1 || vocab_size < 1 || n_ctx < 1)
     bad("every size must be positive");
   if (n_embd % n_head != 0)
@@ -77,12 +80,18 @@ std::vector<std::pair<std::string, Tensor *>> Weights::named() {
     std::string p = "h." + std::to_string(i) + ".";
     LayerWeights &l = layers[i];
     for (auto [n, t] : std::initializer_list<std::pair<const char *, Tensor *>>{
-             {"ln_1.weight", &l.ln_1_w}, {"ln_1.bias", &l.ln_1_b},
-             {"attn.c_attn.weight", &l.c_attn_w}, {"attn.c_attn.bias", &l.c_attn_b},
-             {"attn.c_proj.weight", &l.c_proj_w}, {"attn.c_proj.bias", &l.c_proj_b},
-             {"ln_2.weight", &l.ln_2_w}, {"ln_2.bias", &l.ln_2_b},
-             {"mlp.c_fc.weight", &l.c_fc_w}, {"mlp.c_fc.bias", &l.c_fc_b},
-             {"mlp.c_proj.weight", &l.mlp_proj_w}, {"mlp.c_proj.bias", &l.mlp_proj_b}})
+             {"ln_1.weight", &l.ln_1_w},
+             {"ln_1.bias", &l.ln_1_b},
+             {"attn.c_attn.weight", &l.c_attn_w},
+             {"attn.c_attn.bias", &l.c_attn_b},
+             {"attn.c_proj.weight", &l.c_proj_w},
+             {"attn.c_proj.bias", &l.c_proj_b},
+             {"ln_2.weight", &l.ln_2_w},
+             {"ln_2.bias", &l.ln_2_b},
+             {"mlp.c_fc.weight", &l.c_fc_w},
+             {"mlp.c_fc.bias", &l.c_fc_b},
+             {"mlp.c_proj.weight", &l.mlp_proj_w},
+             {"mlp.c_proj.bias", &l.mlp_proj_b}})
       out.emplace_back(p + n, t);
   }
   out.emplace_back("ln_f.weight", &ln_f_w);
@@ -198,7 +207,8 @@ Weights Weights::from_safetensors(const std::string &path, const Config &config)
   auto fileSize = uint64_t(in.tellg());
   in.seekg(0);
   uint64_t headerSize = 0;
-  if (fileSize < 8 || !in.read(reinterpret_cast<char *>(&headerSize), 8) || headerSize > fileSize - 8)
+  if (fileSize < 8 || !in.read(reinterpret_cast<char *>(&headerSize), 8) ||
+      headerSize > fileSize - 8)
     throw Error("gpt2: " + path + " is not a safetensors file (bad header length)");
   std::string header(headerSize, '\0');
   in.read(header.data(), std::streamsize(headerSize));
@@ -222,28 +232,32 @@ Weights Weights::from_safetensors(const std::string &path, const Config &config)
                    name.ends_with(".attn.masked_bias");
       if (known)
         continue;
-      throw Error("gpt2: " + path + ": unexpected tensor '" + rawName + "' (not part of GPT-2 with " +
-                  std::to_string(config.n_layer) + " layers)");
+      throw Error("gpt2: " + path + ": unexpected tensor '" + rawName +
+                  "' (not part of GPT-2 with " + std::to_string(config.n_layer) + " layers)");
     }
     Tensor &t = *it->second;
-    const json::Value *dtype = info.find("dtype"), *shape = info.find("shape"), *offs = info.find("data_offsets");
+    const json::Value *dtype = info.find("dtype"), *shape = info.find("shape"),
+                      *offs = info.find("data_offsets");
     if (!dtype || !shape || !offs || offs->array.size() != 2)
-      throw Error("gpt2: " + path + ": tensor '" + rawName + "' lacks dtype, shape or data_offsets");
+      throw Error("gpt2: " + path + ": tensor '" + rawName +
+                  "' lacks dtype, shape or data_offsets");
     std::vector<int64_t> dims;
     for (const json::Value &d : shape->array)
       dims.push_back(int64_t(d.number));
     if (dims != t.shape)
       throw Error("gpt2: " + path + ": tensor '" + rawName + "' has shape " + shapeStr(dims) +
                   ", expected " + shapeStr(t.shape) + " for " + config.describe());
-    int width = dtype->string == "F32" ? 4 : (dtype->string == "F16" || dtype->string == "BF16") ? 2 : 0;
+    int width = dtype->string == "F32"                                ? 4
+                : (dtype->string == "F16" || dtype->string == "BF16") ? 2
+                                                                      : 0;
     if (!width)
       throw Error("gpt2: " + path + ": tensor '" + rawName + "' has dtype " + dtype->string +
                   "; supported: F32, F16, BF16");
     auto begin = uint64_t(offs->array[0].number), end = uint64_t(offs->array[1].number);
     if (end < begin || end > dataSize || end - begin != uint64_t(t.numel()) * uint64_t(width))
       throw Error("gpt2: " + path + ": tensor '" + rawName + "' has data offsets [" +
-                  std::to_string(begin) + ", " + std::to_string(end) + ") that do not fit its shape and dtype " +
-                  "or the file (truncated?)");
+                  std::to_string(begin) + ", " + std::to_string(end) +
+                  ") that do not fit its shape and dtype " + "or the file (truncated?)");
     std::string raw(end - begin, '\0');
     in.seekg(std::streamoff(dataStart + begin));
     if (!in.read(raw.data(), std::streamsize(raw.size())))
@@ -286,9 +300,9 @@ void Weights::save_hf_dir(const std::string &dir) {
   for (std::size_t i = 0; i < all.size(); ++i) {
     auto &[name, t] = all[i];
     uint64_t bytes = uint64_t(t->numel()) * 4;
-    header += (i ? "," : "") + std::string("\"") + name + "\":{\"dtype\":\"F32\",\"shape\":" +
-              shapeStr(t->shape) + ",\"data_offsets\":[" + std::to_string(offset) + "," +
-              std::to_string(offset + bytes) + "]}";
+    header += (i ? "," : "") + std::string("\"") + name +
+              "\":{\"dtype\":\"F32\",\"shape\":" + shapeStr(t->shape) + ",\"data_offsets\":[" +
+              std::to_string(offset) + "," + std::to_string(offset + bytes) + "]}";
     offset += bytes;
   }
   header += "}";
@@ -302,10 +316,12 @@ void Weights::save_hf_dir(const std::string &dir) {
     out.write(reinterpret_cast<const char *>(t->data.data()), std::streamsize(t->data.size() * 4));
   const Config &c = config;
   std::ofstream(fs::path(dir) / "config.json")
-      << "{\"model_type\": \"gpt2\", \"architectures\": [\"GPT2LMHeadModel\"], \"n_layer\": " << c.n_layer
-      << ", \"n_head\": " << c.n_head << ", \"n_embd\": " << c.n_embd << ", \"vocab_size\": " << c.vocab_size
-      << ", \"n_positions\": " << c.n_ctx << ", \"n_ctx\": " << c.n_ctx
-      << ", \"layer_norm_epsilon\": 1e-05, \"activation_function\": \"gelu_new\", \"bos_token_id\": "
+      << "{\"model_type\": \"gpt2\", \"architectures\": [\"GPT2LMHeadModel\"], \"n_layer\": "
+      << c.n_layer << ", \"n_head\": " << c.n_head << ", \"n_embd\": " << c.n_embd
+      << ", \"vocab_size\": " << c.vocab_size << ", \"n_positions\": " << c.n_ctx
+      << ", \"n_ctx\": " << c.n_ctx
+      << ", \"layer_norm_epsilon\": 1e-05, \"activation_function\": \"gelu_new\", "
+         "\"bos_token_id\": "
       << c.vocab_size - 1 << ", \"eos_token_id\": " << c.vocab_size - 1 << "}\n";
 }
 
@@ -321,9 +337,11 @@ Weights Weights::from_llmc(const std::string &path) {
   if (!in.read(reinterpret_cast<char *>(h), sizeof h))
     throw Error("gpt2: " + path + ": shorter than an llm.c header");
   if (h[0] != 20240326)
-    throw Error("gpt2: " + path + ": bad magic " + std::to_string(h[0]) + " (not an llm.c GPT-2 checkpoint)");
+    throw Error("gpt2: " + path + ": bad magic " + std::to_string(h[0]) +
+                " (not an llm.c GPT-2 checkpoint)");
   if (h[1] != 3 && h[1] != 5)
-    throw Error("gpt2: " + path + ": llm.c version " + std::to_string(h[1]) + " (supported: 3 fp32, 5 bf16)");
+    throw Error("gpt2: " + path + ": llm.c version " + std::to_string(h[1]) +
+                " (supported: 3 fp32, 5 bf16)");
   Config c;
   c.n_ctx = h[2], c.vocab_size = h[3], c.n_layer = h[4], c.n_head = h[5], c.n_embd = h[6];
   int64_t Vp = h[7] > 0 ? h[7] : c.vocab_size, C = c.n_embd, L = c.n_layer, T = c.n_ctx;
@@ -411,7 +429,8 @@ Weights Weights::random(const Config &config, uint64_t seed) {
       lo = -0.5, hi = 0.5;
     else if (name == "wpe.weight")
       lo = -0.1, hi = 0.1;
-    else if (name.ends_with("ln_1.weight") || name.ends_with("ln_2.weight") || name == "ln_f.weight")
+    else if (name.ends_with("ln_1.weight") || name.ends_with("ln_2.weight") ||
+             name == "ln_f.weight")
       lo = 0.9, hi = 1.1;
     else if (name.ends_with(".bias"))
       lo = -0.1, hi = 0.1;

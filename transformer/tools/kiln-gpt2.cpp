@@ -88,14 +88,22 @@ Args parse(int argc, char **argv) {
         usageError(f + " needs a value");
       return argv[++i];
     };
-    if (f == "--model") a.model = value();
-    else if (f == "--llmc") a.llmc = value();
-    else if (f == "--random") a.random = value();
-    else if (f == "--prompt") a.prompts.push_back(value());
-    else if (f == "--max-new-tokens") a.maxNew = toInt(f, value(), 0);
-    else if (f == "--batch") a.batch = toInt(f, value(), 1);
-    else if (f == "--max-seq") a.maxSeq = toInt(f, value(), 2);
-    else if (f == "--seed") a.seed = uint64_t(toInt(f, value(), 0));
+    if (f == "--model")
+      a.model = value();
+    else if (f == "--llmc")
+      a.llmc = value();
+    else if (f == "--random")
+      a.random = value();
+    else if (f == "--prompt")
+      a.prompts.push_back(value());
+    else if (f == "--max-new-tokens")
+      a.maxNew = toInt(f, value(), 0);
+    else if (f == "--batch")
+      a.batch = toInt(f, value(), 1);
+    else if (f == "--max-seq")
+      a.maxSeq = toInt(f, value(), 2);
+    else if (f == "--seed")
+      a.seed = uint64_t(toInt(f, value(), 0));
     else if (f == "--temperature") {
       std::string v = value();
       try {
@@ -105,8 +113,8 @@ Args parse(int argc, char **argv) {
       }
       if (a.temperature < 0)
         usageError("--temperature must be >= 0");
-    }
-    else if (f == "--top-k") a.topK = toInt(f, value(), 0);
+    } else if (f == "--top-k")
+      a.topK = toInt(f, value(), 0);
     else if (f == "--top-p") {
       std::string v = value();
       try {
@@ -116,13 +124,18 @@ Args parse(int argc, char **argv) {
       }
       if (!(a.topP > 0 && a.topP <= 1))
         usageError("--top-p must be in (0, 1], got " + v);
-    }
-    else if (f == "--device") a.device = value();
-    else if (f == "--precision") a.precision = value();
-    else if (f == "--tokenizer") a.tokenizer = value();
-    else if (f == "--explain") a.explain = true;
-    else if (f == "--no-graphs") a.graphs = false;
-    else usageError("unknown flag '" + f + "'");
+    } else if (f == "--device")
+      a.device = value();
+    else if (f == "--precision")
+      a.precision = value();
+    else if (f == "--tokenizer")
+      a.tokenizer = value();
+    else if (f == "--explain")
+      a.explain = true;
+    else if (f == "--no-graphs")
+      a.graphs = false;
+    else
+      usageError("unknown flag '" + f + "'");
   }
   int sources = !a.model.empty() + !a.llmc.empty() + !a.random.empty();
   if (sources != 1)
@@ -162,8 +175,9 @@ gpt2::Tokenizer loadTokenizer(const Args &a) {
     if (hf || npm)
       return gpt2::Tokenizer::from_dir(d);
   }
-  throw Error("no GPT-2 tokenizer files found (looked in the model directory, $KILN_GPT2_VOCAB and " +
-              std::string(KILN_DEFAULT_VOCAB_DIR) + "); pass --tokenizer DIR or run scripts/setup.sh");
+  throw Error(
+      "no GPT-2 tokenizer files found (looked in the model directory, $KILN_GPT2_VOCAB and " +
+      std::string(KILN_DEFAULT_VOCAB_DIR) + "); pass --tokenizer DIR or run scripts/setup.sh");
 }
 
 } // namespace
@@ -172,19 +186,22 @@ int main(int argc, char **argv) {
   Args a = parse(argc, argv);
   try {
     auto t0 = std::chrono::steady_clock::now();
-    auto seconds = [&] { return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(); };
+    auto seconds = [&] {
+      return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    };
     std::string why;
     bool haveGpu = cuda::available(&why);
     std::string device = a.device.empty() ? (haveGpu ? "cuda" : "cpu") : a.device;
     if (device == "cuda" && !haveGpu)
       throw Error("--device cuda: " + why);
     Target target = device == "cuda" ? Target::cuda(cuda::device_arch()) : Target::cpu();
-    gpt2::Precision precision =
-        gpt2::parse_precision(a.precision.empty() ? (device == "cuda" ? "fp16" : "fp32") : a.precision);
+    gpt2::Precision precision = gpt2::parse_precision(
+        a.precision.empty() ? (device == "cuda" ? "fp16" : "fp32") : a.precision);
 
     gpt2::Tokenizer tok = loadTokenizer(a);
     if (a.prompts.empty()) {
-      std::string text((std::istreambuf_iterator<char>(std::cin)), std::istreambuf_iterator<char>());
+      std::string text((std::istreambuf_iterator<char>(std::cin)),
+                       std::istreambuf_iterator<char>());
       while (!text.empty() && (text.back() == '\n' || text.back() == '\r'))
         text.pop_back();
       a.prompts.push_back(text);
@@ -233,7 +250,8 @@ int main(int argc, char **argv) {
         for (int32_t t : out[i])
           if (t != tok.eot())
             shown.push_back(t);
-        std::cout << "[" << i << "] " << a.prompts[i % a.prompts.size()] << tok.decode(shown) << "\n";
+        std::cout << "[" << i << "] " << a.prompts[i % a.prompts.size()] << tok.decode(shown)
+                  << "\n";
       }
     }
     std::size_t generated = 0;
@@ -243,21 +261,23 @@ int main(int argc, char **argv) {
       const gpt2::Explain &e = model.explain();
       std::cerr << "\n== kiln-gpt2 --explain ==\n"
                 << "model: " << weights.config.describe() << "\n"
-                << "device: " << (device == "cuda" ? cuda::device_name() : "cpu")
-                << ", precision " << gpt2::to_string(precision) << ", " << prompts.size() << " sequence(s)\n"
+                << "device: " << (device == "cuda" ? cuda::device_name() : "cpu") << ", precision "
+                << gpt2::to_string(precision) << ", " << prompts.size() << " sequence(s)\n"
                 << "kernels (" << e.kernels.size() << ", " << e.compile_seconds
                 << " s of compilation summed over kernels compiled in parallel):\n";
       for (const auto &k : e.kernels)
-        std::cerr << "  " << k.role << ": " << k.name << "  " << (k.from_cache ? "cache hit" : "compiled") << " in "
-                  << k.compile_seconds * 1e3 << " ms\n";
+        std::cerr << "  " << k.role << ": " << k.name << "  "
+                  << (k.from_cache ? "cache hit" : "compiled") << " in " << k.compile_seconds * 1e3
+                  << " ms\n";
       std::cerr << "prefill: " << e.launches_per_prefill << " launches per prompt\n"
                 << "decode step: " << e.launches_per_decode_step << " launches"
-                << (e.decode_graph ? ", captured once as a CUDA graph, replayed " + std::to_string(e.graph_replays) +
-                                         " times"
+                << (e.decode_graph ? ", captured once as a CUDA graph, replayed " +
+                                         std::to_string(e.graph_replays) + " times"
                                    : ", launched one by one")
                 << "\n"
-                << "time: weights " << loadSeconds << " s, kernels ready " << readySeconds << " s, first token "
-                << firstToken << " s, " << generated << " tokens in " << total - readySeconds << " s\n";
+                << "time: weights " << loadSeconds << " s, kernels ready " << readySeconds
+                << " s, first token " << firstToken << " s, " << generated << " tokens in "
+                << total - readySeconds << " s\n";
     }
     return 0;
   } catch (const Error &e) {

@@ -25,14 +25,14 @@ inline constexpr float kMaskedScore = -1e30f;
 /// blocks, never materialising the scores). Grid: (cdiv(max len, BM), H, B).
 template <class T, int BM_, int BN_, int D_> struct AttentionPrefill {
   static constexpr int BM = BM_, BN = BN_, D = D_;
-  void operator()(Ptr<T> qkv, Ptr<T> kc, Ptr<T> vc, Ptr<T> out, Ptr<i32> start, Ptr<i32> length, I32 C,
-                  I32 Tmax, F32 scale) const {
+  void operator()(Ptr<T> qkv, Ptr<T> kc, Ptr<T> vc, Ptr<T> out, Ptr<i32> start, Ptr<i32> length,
+                  I32 C, I32 Tmax, F32 scale) const {
     auto qb = program_id(0), h = program_id(1), b = program_id(2);
     auto first = load(start + b), len = load(length + b);
-    auto rm = qb * BM + arange<BM>();             // positions of the queries
+    auto rm = qb * BM + arange<BM>(); // positions of the queries
     auto rd = arange<D>();
-    auto rows = expand_dims<1>(rm);               // (BM, 1)
-    auto dcol = expand_dims<0>(rd);               // (1, D)
+    auto rows = expand_dims<1>(rm);                                              // (BM, 1)
+    auto dcol = expand_dims<0>(rd);                                              // (1, D)
     auto q = load(qkv + (first + rows) * (3 * C) + h * D + dcol, rows < len, 0); // (BM, D)
     auto kbase = kc + b * Tmax * C + h * D;
     auto vbase = vc + b * Tmax * C + h * D;
@@ -40,21 +40,21 @@ template <class T, int BM_, int BN_, int D_> struct AttentionPrefill {
     // for blocks past the prompt).
     auto hi = where(qb * BM < len, minimum(len, (qb + 1) * BM), I32(0));
     auto init = std::tuple{full<f32, BM>(kMaskedScore), zeros<f32, BM>(), zeros<f32, BM, D>()};
-    auto [m, l, acc] = for_range(0, hi, BN, init, [&](I32 n0, Tile<f32, BM> m, Tile<f32, BM> l,
-                                                      Tile<f32, BM, D> acc) {
-      auto rn = n0 + arange<BN>();
-      auto kcol = expand_dims<0>(rn);             // (1, BN)
-      auto krow = expand_dims<1>(rn);             // (BN, 1)
-      auto kt = load(kbase + kcol * C + expand_dims<1>(rd), kcol < len, 0); // (D, BN)
-      auto s = dot(q, kt) * scale;                // (BM, BN)
-      s = where((kcol <= rows) & (kcol < len), s, kMaskedScore);
-      auto m_new = maximum(m, max<1>(s));
-      auto p = exp(s - expand_dims<1>(m_new));
-      auto alpha = exp(m - m_new);
-      auto v = load(vbase + krow * C + dcol, krow < len, 0); // (BN, D)
-      auto acc_new = acc * expand_dims<1>(alpha) + dot(cast<T>(p), v);
-      return std::tuple{m_new, l * alpha + sum<1>(p), acc_new};
-    });
+    auto [m, l, acc] = for_range(
+        0, hi, BN, init, [&](I32 n0, Tile<f32, BM> m, Tile<f32, BM> l, Tile<f32, BM, D> acc) {
+          auto rn = n0 + arange<BN>();
+          auto kcol = expand_dims<0>(rn);                                       // (1, BN)
+          auto krow = expand_dims<1>(rn);                                       // (BN, 1)
+          auto kt = load(kbase + kcol * C + expand_dims<1>(rd), kcol < len, 0); // (D, BN)
+          auto s = dot(q, kt) * scale;                                          // (BM, BN)
+          s = where((kcol <= rows) & (kcol < len), s, kMaskedScore);
+          auto m_new = maximum(m, max<1>(s));
+          auto p = exp(s - expand_dims<1>(m_new));
+          auto alpha = exp(m - m_new);
+          auto v = load(vbase + krow * C + dcol, krow < len, 0); // (BN, D)
+          auto acc_new = acc * expand_dims<1>(alpha) + dot(cast<T>(p), v);
+          return std::tuple{m_new, l * alpha + sum<1>(p), acc_new};
+        });
     (void)m;
     store(out + (first + rows) * C + h * D + dcol, cast<T>(acc / expand_dims<1>(l)), rows < len);
   }
@@ -75,9 +75,9 @@ template <class T, int BN_, int D_> struct AttentionDecode {
     auto init = std::tuple{F32(kMaskedScore), F32(0.0f), zeros<f32, D>()};
     auto [m, l, acc] = for_range(0, len, BN, init, [&](I32 n0, F32 m, F32 l, Tile<f32, D> acc) {
       auto rn = n0 + arange<BN>();
-      auto valid = expand_dims<1>(rn < len);       // (BN, 1)
+      auto valid = expand_dims<1>(rn < len); // (BN, 1)
       auto offs = expand_dims<1>(rn) * C + expand_dims<0>(rd);
-      auto k = cast<f32>(load(kbase + offs, valid, 0)); // (BN, D)
+      auto k = cast<f32>(load(kbase + offs, valid, 0));                              // (BN, D)
       auto s = where(rn < len, sum<1>(k * expand_dims<0>(q)) * scale, kMaskedScore); // (BN)
       auto m_new = maximum(m, max(s));
       auto p = exp(s - m_new);
@@ -143,7 +143,8 @@ template <class T, int D, int SMAX> struct AttentionCombine {
     auto ls = load(base + rs * (D + 2) + D + 1, rs < S, 0.0f);
     auto top = max(ms);
     auto w = where(rs < S, exp(ms - top), 0.0f); // (SMAX)
-    auto accs = load(base + expand_dims<1>(rs) * (D + 2) + expand_dims<0>(rd), expand_dims<1>(rs < S), 0.0f);
+    auto accs = load(base + expand_dims<1>(rs) * (D + 2) + expand_dims<0>(rd),
+                     expand_dims<1>(rs < S), 0.0f);
     auto o = sum<0>(accs * expand_dims<1>(w)) / sum(w * ls);
     store(out + b * C + h * D + rd, cast<T>(o));
   }

@@ -17,7 +17,8 @@ template <class T, int BLOCK> struct Embedding {
     for_range(0, C, BLOCK, [&](I32 c0) {
       auto c = c0 + cols;
       auto mask = c < C;
-      auto e = cast<f32>(load(wte + t * C + c, mask, 0)) + cast<f32>(load(wpe + p * C + c, mask, 0));
+      auto e =
+          cast<f32>(load(wte + t * C + c, mask, 0)) + cast<f32>(load(wpe + p * C + c, mask, 0));
       store(out + r * C + c, cast<T>(e), mask);
     });
   }
@@ -26,7 +27,8 @@ template <class T, int BLOCK> struct Embedding {
 /// Copies the k and v parts of `qkv` row r into the caches at row
 /// seq[r] * Tmax + pos[r]. Grid: (rows).
 template <class T, int BLOCK> struct KvWrite {
-  void operator()(Ptr<T> qkv, Ptr<i32> seq, Ptr<i32> pos, Ptr<T> kc, Ptr<T> vc, I32 C, I32 Tmax) const {
+  void operator()(Ptr<T> qkv, Ptr<i32> seq, Ptr<i32> pos, Ptr<T> kc, Ptr<T> vc, I32 C,
+                  I32 Tmax) const {
     auto r = program_id(0);
     auto dst = (load(seq + r) * Tmax + load(pos + r)) * C;
     auto cols = arange<BLOCK>();
@@ -63,12 +65,13 @@ template <class T, int BLOCK> struct ArgmaxRows {
     auto r = program_id(0);
     auto cols = arange<BLOCK>();
     auto init = std::tuple{full<f32, BLOCK>(-3.0e38f), zeros<i32, BLOCK>()};
-    auto [best, at] = for_range(0, V, BLOCK, init, [&](I32 c0, Tile<f32, BLOCK> best, Tile<i32, BLOCK> at) {
-      auto c = c0 + cols;
-      auto x = cast<f32>(load(logits + r * ld + c, c < V, -3.0e38f));
-      auto better = x > best; // strict: a lane keeps its first maximum
-      return std::tuple{where(better, x, best), where(better, c, at)};
-    });
+    auto [best, at] =
+        for_range(0, V, BLOCK, init, [&](I32 c0, Tile<f32, BLOCK> best, Tile<i32, BLOCK> at) {
+          auto c = c0 + cols;
+          auto x = cast<f32>(load(logits + r * ld + c, c < V, -3.0e38f));
+          auto better = x > best; // strict: a lane keeps its first maximum
+          return std::tuple{where(better, x, best), where(better, c, at)};
+        });
     auto m = max(best);
     auto first = min(where(best == m, at, 2147483647));
     store(next + r, first);
@@ -98,8 +101,8 @@ template <int... D> Tile<f32, D...> uniform_hash(I32 key, Tile<i32, D...> index)
 /// advances `pos[r]` by `advance`. Grid: (rows).
 template <class T, int BLOCK> struct SampleRows {
   static constexpr int kBisections = 24;
-  void operator()(Ptr<T> logits, Ptr<i32> next, Ptr<i32> pos, I32 V, I32 ld, I32 advance, F32 temperature,
-                  I32 top_k, F32 top_p, I32 seed) const {
+  void operator()(Ptr<T> logits, Ptr<i32> next, Ptr<i32> pos, I32 V, I32 ld, I32 advance,
+                  F32 temperature, I32 top_k, F32 top_p, I32 seed) const {
     auto r = program_id(0);
     auto row = logits + r * ld;
     auto cols = arange<BLOCK>();
@@ -107,22 +110,25 @@ template <class T, int BLOCK> struct SampleRows {
     auto value = [&](Tile<i32, BLOCK> c) { return cast<f32>(load(row + c, c < V, 0)); };
     // Largest and smallest logit.
     auto init = std::tuple{full<f32, BLOCK>(-3.0e38f), full<f32, BLOCK>(3.0e38f)};
-    auto [hiLane, loLane] = for_range(0, V, BLOCK, init, [&](I32 c0, Tile<f32, BLOCK> hi, Tile<f32, BLOCK> lo) {
-      auto c = c0 + cols;
-      auto x = value(c);
-      return std::tuple{where(c < V, maximum(hi, x), hi), where(c < V, minimum(lo, x), lo)};
-    });
+    auto [hiLane, loLane] =
+        for_range(0, V, BLOCK, init, [&](I32 c0, Tile<f32, BLOCK> hi, Tile<f32, BLOCK> lo) {
+          auto c = c0 + cols;
+          auto x = value(c);
+          return std::tuple{where(c < V, maximum(hi, x), hi), where(c < V, minimum(lo, x), lo)};
+        });
     auto top = max(hiLane), bottom = min(loLane);
     auto inv_t = 1.0f / temperature;
     // How many logits are >= t, and their unnormalised probability mass.
     auto above = [&](F32 t) {
       auto z = std::tuple{zeros<f32, BLOCK>(), zeros<f32, BLOCK>()};
-      auto [n, mass] = for_range(0, V, BLOCK, z, [&](I32 c0, Tile<f32, BLOCK> n, Tile<f32, BLOCK> mass) {
-        auto c = c0 + cols;
-        auto x = value(c);
-        auto keep = (c < V) & (x >= t);
-        return std::tuple{n + where(keep, full<f32, BLOCK>(1.0f), 0.0f), mass + where(keep, exp((x - top) * inv_t), 0.0f)};
-      });
+      auto [n, mass] =
+          for_range(0, V, BLOCK, z, [&](I32 c0, Tile<f32, BLOCK> n, Tile<f32, BLOCK> mass) {
+            auto c = c0 + cols;
+            auto x = value(c);
+            auto keep = (c < V) & (x >= t);
+            return std::tuple{n + where(keep, full<f32, BLOCK>(1.0f), 0.0f),
+                              mass + where(keep, exp((x - top) * inv_t), 0.0f)};
+          });
       return std::tuple{sum(n), sum(mass)};
     };
     // top-k: the largest t with at least top_k logits >= t.
@@ -150,14 +156,15 @@ template <class T, int BLOCK> struct SampleRows {
     // Gumbel-max over the kept logits.
     auto key = seed * 668265263 + step * 374761393 + r * -1640531535;
     auto pick = std::tuple{full<f32, BLOCK>(-3.0e38f), zeros<i32, BLOCK>()};
-    auto [best, at] = for_range(0, V, BLOCK, pick, [&](I32 c0, Tile<f32, BLOCK> best, Tile<i32, BLOCK> at) {
-      auto c = c0 + cols;
-      auto x = value(c);
-      auto u = uniform_hash(key, c);
-      auto score = where((c < V) & (x >= t), (x - top) * inv_t - log(-log(u)), -3.0e38f);
-      auto better = score > best;
-      return std::tuple{where(better, score, best), where(better, c, at)};
-    });
+    auto [best, at] =
+        for_range(0, V, BLOCK, pick, [&](I32 c0, Tile<f32, BLOCK> best, Tile<i32, BLOCK> at) {
+          auto c = c0 + cols;
+          auto x = value(c);
+          auto u = uniform_hash(key, c);
+          auto score = where((c < V) & (x >= t), (x - top) * inv_t - log(-log(u)), -3.0e38f);
+          auto better = score > best;
+          return std::tuple{where(better, score, best), where(better, c, at)};
+        });
     auto m = max(best);
     store(next + r, min(where(best == m, at, 2147483647)));
     store(pos + r, step + advance);
@@ -194,7 +201,8 @@ enum class Epilogue { Bias, BiasGelu, BiasResidual, None };
 /// `c[m, n] = sum_s partial[s, m, n]` (+ bias[n], then gelu, or + res[m, n]).
 /// Grid: (M, cdiv(N, BLOCK)).
 template <class T, int BLOCK, Epilogue E> struct SplitKEpilogue {
-  void operator()(Ptr<f32> partial, Ptr<T> bias, Ptr<T> res, Ptr<T> c, I32 M, I32 N, I32 splits) const {
+  void operator()(Ptr<f32> partial, Ptr<T> bias, Ptr<T> res, Ptr<T> c, I32 M, I32 N,
+                  I32 splits) const {
     auto m = program_id(0);
     auto n = program_id(1) * BLOCK + arange<BLOCK>();
     auto mask = n < N;

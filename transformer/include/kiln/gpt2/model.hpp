@@ -62,7 +62,8 @@ struct Explain {
 
 class Model {
 public:
-  Model(const Weights &weights, const Target &target, Precision precision, ModelOptions options = {});
+  Model(const Weights &weights, const Target &target, Precision precision,
+        ModelOptions options = {});
   ~Model();
   Model(Model &&) noexcept;
 
@@ -71,11 +72,11 @@ public:
   /// Logits [T, V] of every position of one prompt (sequence 0).
   std::vector<float> logits(const std::vector<int32_t> &tokens);
 
-  /// Continuation of every prompt (greedy unless options.temperature > 0); `on_token(i, token)` is called as
-  /// each new token of prompt i is known. Returns the new tokens per prompt.
-  std::vector<std::vector<int32_t>> generate(const std::vector<std::vector<int32_t>> &prompts,
-                                             const GenerateOptions &options,
-                                             const std::function<void(int, int32_t)> &on_token = {});
+  /// Continuation of every prompt (greedy unless options.temperature > 0); `on_token(i, token)` is
+  /// called as each new token of prompt i is known. Returns the new tokens per prompt.
+  std::vector<std::vector<int32_t>>
+  generate(const std::vector<std::vector<int32_t>> &prompts, const GenerateOptions &options,
+           const std::function<void(int, int32_t)> &on_token = {});
 
   const Explain &explain() const;
 

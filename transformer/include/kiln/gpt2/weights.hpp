@@ -26,7 +26,7 @@ struct LayerWeights {
   Tensor c_attn_w, c_attn_b; ///< [C, 3C], [3C]
   Tensor c_proj_w, c_proj_b; ///< [C, C], [C]
   Tensor ln_2_w, ln_2_b;
-  Tensor c_fc_w, c_fc_b;     ///< [C, 4C], [4C]
+  Tensor c_fc_w, c_fc_b;         ///< [C, 4C], [4C]
   Tensor mlp_proj_w, mlp_proj_b; ///< [4C, C], [C]
 };
 
