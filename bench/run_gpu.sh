@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# On the GPU machine (after `source .device/env.sh`): kiln's microbenchmarks and
+# On a machine with a GPU (kiln_bench on the PATH): kiln's microbenchmarks and
 # the PyTorch baselines in one run, merged into one table of ratios.
 #   bash bench/run_gpu.sh OUTDIR
 set -euo pipefail

@@ -96,6 +96,10 @@ TEST_CASE("GPT-2 kernels") {
   check_kernel<ops::Embedding<f16, 256>>();
   check_kernel<ops::KvWrite<bf16, 256>>();
   check_kernel<ops::GatherRows<f16, 256>>();
+  // bf16 models use the same kernels.
+  check_kernel<ops::MatmulSplitK<bf16, 16, 64, 64>>("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32");
+  check_kernel<ops::AttentionPrefill<bf16, 64, 64, 64>>("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32");
+  check_kernel<ops::SampleRows<bf16, 1024>>();
   // Row argmax: (value, index) pairs through warp shuffles.
   check_kernel<ops::ArgmaxRows<f16, 1024>>("shfl.sync.bfly");
   check_kernel<ops::SampleRows<f16, 1024>>("shfl.sync.bfly");
