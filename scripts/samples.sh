@@ -12,3 +12,7 @@ for lesson in build/bin/0[0-9]_*; do
     *) "$lesson" --ir=kiln ;;
   esac
 done
+# GPT-2 made of the lessons' kind of kernels: seeded weights (a small model,
+# the real GPT-2 tokenizer), on the GPU when there is one, else the CPU.
+echo "################ kiln-gpt2 ################"
+build/bin/kiln-gpt2 --random tiny --prompt "The kiln fired the clay" --max-new-tokens 16 --explain
