@@ -108,51 +108,113 @@ TEST_CASE("weights round-trip through a HF directory and an llm.c checkpoint") {
   CHECK(sameWeights(w, back));
   CHECK(!sameWeights(w, *std::make_unique<Weights>(Weights::random(tinyConfig(), 8))));
 
-  // An llm.c checkpoint (version 3, fp32): projections stored [out, in], vocab padded.
-  const Config &c = w.config;
-  int C = c.n_embd, L = c.n_layer, Vp = 576;
-  std::ofstream out(dir.path + "/model.bin", std::ios::binary);
-  int32_t header[256] = {20240326, 3, c.n_ctx, c.vocab_size, L, c.n_head, C, Vp};
-  out.write(reinterpret_cast<const char *>(header), sizeof header);
-  auto put = [&](const std::vector<float> &v) {
-    out.write(reinterpret_cast<const char *>(v.data()), std::streamsize(v.size() * 4));
+  // llm.c checkpoints (version 3: fp32, version 5: bf16): projections stored
+  // [out, in], vocab padded.
+  auto writeLlmc = [&](const std::string &path, int version) {
+    const Config &c = w.config;
+    int C = c.n_embd, Vp = 576;
+    std::ofstream out(path, std::ios::binary);
+    int32_t header[256] = {20240326, version, c.n_ctx, c.vocab_size, c.n_layer, c.n_head, C, Vp};
+    out.write(reinterpret_cast<const char *>(header), sizeof header);
+    auto put = [&](const std::vector<float> &v) {
+      for (float x : v) {
+        if (version == 5) {
+          uint16_t bits = bfloat16(x).bits;
+          out.write(reinterpret_cast<const char *>(&bits), 2);
+        } else {
+          out.write(reinterpret_cast<const char *>(&x), 4);
+        }
+      }
+    };
+    auto tr = [](const Tensor &t) { // [in, out] -> [out, in]
+      int64_t in = t.shape[0], o = t.shape[1];
+      std::vector<float> r(t.data.size());
+      for (int64_t i = 0; i < in; ++i)
+        for (int64_t j = 0; j < o; ++j)
+          r[std::size_t(j * in + i)] = t.data[std::size_t(i * o + j)];
+      return r;
+    };
+    std::vector<float> wte = w.wte.data;
+    wte.resize(std::size_t(Vp) * C, 0.f);
+    put(wte);
+    put(w.wpe.data);
+    auto each = [&](auto get) {
+      for (auto &l : w.layers)
+        put(get(l));
+    };
+    each([](LayerWeights &l) { return l.ln_1_w.data; });
+    each([](LayerWeights &l) { return l.ln_1_b.data; });
+    each([&](LayerWeights &l) { return tr(l.c_attn_w); });
+    each([](LayerWeights &l) { return l.c_attn_b.data; });
+    each([&](LayerWeights &l) { return tr(l.c_proj_w); });
+    each([](LayerWeights &l) { return l.c_proj_b.data; });
+    each([](LayerWeights &l) { return l.ln_2_w.data; });
+    each([](LayerWeights &l) { return l.ln_2_b.data; });
+    each([&](LayerWeights &l) { return tr(l.c_fc_w); });
+    each([](LayerWeights &l) { return l.c_fc_b.data; });
+    each([&](LayerWeights &l) { return tr(l.mlp_proj_w); });
+    each([](LayerWeights &l) { return l.mlp_proj_b.data; });
+    put(w.ln_f_w.data);
+    put(w.ln_f_b.data);
   };
-  auto tr = [](const Tensor &t) { // [in, out] -> [out, in]
-    int64_t in = t.shape[0], o = t.shape[1];
-    std::vector<float> r(t.data.size());
-    for (int64_t i = 0; i < in; ++i)
-      for (int64_t j = 0; j < o; ++j)
-        r[std::size_t(j * in + i)] = t.data[std::size_t(i * o + j)];
-    return r;
-  };
-  std::vector<float> wte = w.wte.data;
-  wte.resize(std::size_t(Vp) * C, 0.f);
-  put(wte);
-  put(w.wpe.data);
-  auto each = [&](auto get) {
-    for (auto &l : w.layers)
-      put(get(l));
-  };
-  each([](LayerWeights &l) { return l.ln_1_w.data; });
-  each([](LayerWeights &l) { return l.ln_1_b.data; });
-  each([&](LayerWeights &l) { return tr(l.c_attn_w); });
-  each([](LayerWeights &l) { return l.c_attn_b.data; });
-  each([&](LayerWeights &l) { return tr(l.c_proj_w); });
-  each([](LayerWeights &l) { return l.c_proj_b.data; });
-  each([](LayerWeights &l) { return l.ln_2_w.data; });
-  each([](LayerWeights &l) { return l.ln_2_b.data; });
-  each([&](LayerWeights &l) { return tr(l.c_fc_w); });
-  each([](LayerWeights &l) { return l.c_fc_b.data; });
-  each([&](LayerWeights &l) { return tr(l.mlp_proj_w); });
-  each([](LayerWeights &l) { return l.mlp_proj_b.data; });
-  put(w.ln_f_w.data);
-  put(w.ln_f_b.data);
-  out.close();
+  writeLlmc(dir.path + "/model.bin", 3);
   Weights fromLlmc = Weights::from_llmc(dir.path + "/model.bin");
   CHECK(sameWeights(w, fromLlmc));
+  writeLlmc(dir.path + "/model_bf16.bin", 5);
+  Weights rounded = w;
+  for (auto &[name, t] : rounded.named())
+    for (float &x : t->data)
+      x = float(bfloat16(x));
+  Weights fromBf16 = Weights::from_llmc(dir.path + "/model_bf16.bin");
+  CHECK(sameWeights(rounded, fromBf16));
   std::filesystem::resize_file(dir.path + "/model.bin", 4096);
   CHECK_THROWS_WITH_AS(Weights::from_llmc(dir.path + "/model.bin"),
                        doctest::Contains("truncated while reading"), Error);
+}
+
+TEST_CASE("fp16 and bf16 safetensors load as the values they hold") {
+  test::TempDir dir("gpt2-half");
+  Weights w = Weights::random(tinyConfig(), 3);
+  // Rewrite the fp32 file with 16-bit tensors: fp16 for even, bf16 for odd tensors.
+  auto all = w.named();
+  std::string header = "{\"__metadata__\":{\"format\":\"pt\"}";
+  std::string data;
+  auto toHalf = [](float f) { return half(f).bits; };
+  auto toBf16 = [](float f) { return bfloat16(f).bits; };
+  for (std::size_t i = 0; i < all.size(); ++i) {
+    auto &[name, t] = all[i];
+    bool fp16 = i % 2 == 0;
+    std::string shape = "[";
+    for (std::size_t d = 0; d < t->shape.size(); ++d)
+      shape += (d ? "," : "") + std::to_string(t->shape[d]);
+    shape += "]";
+    header += ",\"transformer." + name + "\":{\"dtype\":\"" + (fp16 ? "F16" : "BF16") +
+              "\",\"shape\":" + shape + ",\"data_offsets\":[" + std::to_string(data.size()) + "," +
+              std::to_string(data.size() + t->data.size() * 2) + "]}";
+    for (float &x : t->data) {
+      uint16_t bits = fp16 ? toHalf(x) : toBf16(x);
+      data.append(reinterpret_cast<const char *>(&bits), 2);
+      // What the file holds, decoded by the host types.
+      if (fp16) {
+        half h;
+        h.bits = bits;
+        x = float(h);
+      } else {
+        bfloat16 h;
+        h.bits = bits;
+        x = float(h);
+      }
+    }
+  }
+  header += "}";
+  std::filesystem::create_directories(dir.path + "/m");
+  std::ofstream out(dir.path + "/m/model.safetensors", std::ios::binary);
+  uint64_t n = header.size();
+  out.write(reinterpret_cast<const char *>(&n), 8);
+  out << header << data;
+  out.close();
+  Weights back = Weights::from_safetensors(dir.path + "/m/model.safetensors", tinyConfig());
+  CHECK(sameWeights(w, back));
 }
 
 TEST_CASE("bad model files say exactly what is wrong") {
