@@ -207,8 +207,8 @@ template <class D> struct ModelImpl final : Model::Impl {
     for (std::size_t i = 0; i < rows; ++i)
       seq[i] = int32_t(i);
     iota.upload(seq.data(), rows);
-    if (gpu) // splits * N <= (2 * 132 / tiles + 1) * N <= 2 * 132 * 64 + N, for up to 16 rows
-      partial = Buffer<float>(gpu, std::size_t(16) * (2 * 132 * 64 + 64 + 4 * C));
+    // splits * N <= (2 * 132 / tiles + 1) * N <= 2 * 132 * 64 + N, for up to 16 rows.
+    partial = Buffer<float>(gpu, std::size_t(16) * (2 * 132 * 64 + 64 + 4 * C));
     attParts =
         Buffer<float>(gpu, std::size_t(B) * cfg.n_head * std::size_t(ceil_div(Tmax, kChunk)) *
                                std::size_t(cfg.head_dim() + 2));
@@ -238,16 +238,19 @@ template <class D> struct ModelImpl final : Model::Impl {
       add<ops::Matmul<D, 64, 64, 32>>("lm_head");
       // Decode (few rows): split-K partial products and a fused epilogue.
       add<ops::MatmulSplitK<D, 16, 64, 64>>("splitk");
-      add<ops::SplitKEpilogue<D, 1024, ops::Epilogue::Bias>>("qkv_epilogue");
-      add<ops::SplitKEpilogue<D, 1024, ops::Epilogue::BiasResidual>>("proj_residual_epilogue");
-      add<ops::SplitKEpilogue<D, 1024, ops::Epilogue::BiasGelu>>("fc_gelu_epilogue");
       add<ops::Matmul<D, 16, 64, 64>>("lm_head_decode");
     } else {
       add<ops::MatmulBias<D, 32, 32, 16>>("qkv");
       add<ops::MatmulBiasResidual<D, 32, 32, 16>>("proj_residual");
       add<ops::MatmulBiasGelu<D, 32, 32, 16>>("fc_gelu");
       add<ops::Matmul<D, 32, 32, 16>>("lm_head");
+      // The same decode schedule as on a GPU, so that CPU tests cover it.
+      add<ops::MatmulSplitK<D, 16, 32, 32>>("splitk");
+      add<ops::Matmul<D, 16, 32, 32>>("lm_head_decode");
     }
+    add<ops::SplitKEpilogue<D, 1024, ops::Epilogue::Bias>>("qkv_epilogue");
+    add<ops::SplitKEpilogue<D, 1024, ops::Epilogue::BiasResidual>>("proj_residual_epilogue");
+    add<ops::SplitKEpilogue<D, 1024, ops::Epilogue::BiasGelu>>("fc_gelu_epilogue");
     if (ceil_div(Tmax, kChunk) > kMaxSplits)
       throw Error("gpt2: a KV cache of " + std::to_string(Tmax) +
                   " positions is longer than decode attention's " +
@@ -295,17 +298,18 @@ template <class D> struct ModelImpl final : Model::Impl {
   }
 
   /// `c = a @ b` with the epilogue of `role` (qkv: + bias; fc_gelu: + bias,
-  /// gelu; proj_residual: + bias + res; lm_head: nothing). On a GPU, few
-  /// rows (decode) use split-K so that enough programs stream the weights.
+  /// gelu; proj_residual: + bias + res; lm_head: nothing). Few rows (decode)
+  /// use split-K so that enough programs stream the weights.
   void matmul(const std::string &role, int M, int N, int K, const H *a, const H *b, const H *bias,
               const H *res, H *c) {
-    bool decode = gpu && M <= 16;
+    bool decode = M <= 16;
+    int tile = gpu ? 64 : 32; // BN and BK of the split-K and small-M kernels
     if (decode && role != "lm_head") {
-      int kBlocks = int(ceil_div(K, 64)), tiles = int(ceil_div(N, 64) * ceil_div(M, 16));
+      int kBlocks = int(ceil_div(K, tile)), tiles = int(ceil_div(N, tile) * ceil_div(M, 16));
       int splits = std::clamp(int(ceil_div(2 * 132, tiles)), 1, kBlocks);
-      int kSplit = int(ceil_div(kBlocks, splits)) * 64;
+      int kSplit = int(ceil_div(kBlocks, splits)) * tile;
       splits = int(ceil_div(K, kSplit));
-      launch("splitk", Grid(ceil_div(M, 16), ceil_div(N, 64), splits),
+      launch("splitk", Grid(ceil_div(M, 16), ceil_div(N, tile), splits),
              {arg(a), arg(b), arg(partial.data()), arg(M), arg(N), arg(K), arg(K), arg(N),
               arg(kSplit)});
       launch(role + "_epilogue", Grid(M, ceil_div(N, 1024)),
@@ -314,7 +318,7 @@ template <class D> struct ModelImpl final : Model::Impl {
       return;
     }
     std::string name = decode ? role + "_decode" : role;
-    int bm = decode ? 16 : gpu ? 64 : 32, bn = gpu ? 64 : 32;
+    int bm = decode ? 16 : gpu ? 64 : 32, bn = decode ? tile : gpu ? 64 : 32;
     std::vector<KernelArg> args{arg(a), arg(b)};
     if (bias)
       args.push_back(arg(bias));
