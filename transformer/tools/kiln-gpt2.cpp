@@ -29,7 +29,8 @@ const char *kUsage = R"(usage: kiln-gpt2 (--model DIR | --llmc FILE | --random S
   --model DIR          HF GPT-2 directory (config.json, model.safetensors)
   --llmc FILE          llm.c checkpoint (gpt2_124M.bin)
   --random SIZE        seeded random weights: 124M, 355M, 774M, 1.5B or tiny
-  --prompt TEXT        the prompt (repeatable: one sequence each); default: stdin
+  --prompt TEXT        the prompt (repeatable: one sequence each); default: stdin;
+                       an empty prompt generates unconditionally
   --max-new-tokens N   tokens to generate per prompt (default 64)
   --batch N            run N copies of the prompt(s) together (default 1)
   --temperature T      0 (default): greedy; otherwise sample from softmax(logits / T)
@@ -208,8 +209,11 @@ int main(int argc, char **argv) {
     }
     std::vector<std::vector<int32_t>> prompts;
     for (int r = 0; r < a.batch; ++r)
-      for (const std::string &p : a.prompts)
+      for (const std::string &p : a.prompts) {
         prompts.push_back(tok.encode(p));
+        if (prompts.back().empty()) // unconditional: start after <|endoftext|>, as GPT-2 does
+          prompts.back().push_back(tok.eot());
+      }
 
     gpt2::Weights weights = loadWeights(a);
     if (weights.config.vocab_size != tok.vocab_size())
