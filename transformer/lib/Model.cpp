@@ -129,7 +129,8 @@ template <class D> struct ModelImpl final : Model::Impl {
     pending.push_back([this, role, options] {
       auto k = compile<K>(target, options);
       std::lock_guard<std::mutex> lock(compiled);
-      info.kernels.push_back({k.name(), role, k.compile_seconds(), k.from_cache()});
+      info.kernels.push_back({k.name(), role, k.compile_seconds(), k.from_cache(), options.num_warps,
+                              options.num_stages});
       info.compile_seconds += k.compile_seconds();
       kernels.emplace(role, std::move(static_cast<CompiledKernel &>(k)));
     });

@@ -269,10 +269,13 @@ int main(int argc, char **argv) {
                 << gpt2::to_string(precision) << ", " << prompts.size() << " sequence(s)\n"
                 << "kernels (" << e.kernels.size() << ", " << e.compile_seconds
                 << " s of compilation summed over kernels compiled in parallel):\n";
-      for (const auto &k : e.kernels)
-        std::cerr << "  " << k.role << ": " << k.name << "  "
-                  << (k.from_cache ? "cache hit" : "compiled") << " in " << k.compile_seconds * 1e3
+      for (const auto &k : e.kernels) {
+        std::cerr << "  " << k.role << ": " << k.name;
+        if (device == "cuda")
+          std::cerr << " (" << k.num_warps << " warps, " << k.num_stages << " stages)";
+        std::cerr << "  " << (k.from_cache ? "cache hit" : "compiled") << " in " << k.compile_seconds * 1e3
                   << " ms\n";
+      }
       std::cerr << "prefill: " << e.launches_per_prefill << " launches per prompt\n"
                 << "decode step: " << e.launches_per_decode_step << " launches"
                 << (e.decode_graph ? ", captured once as a CUDA graph, replayed " +

@@ -48,9 +48,10 @@ struct GenerateOptions {
 /// What the model compiled and how it runs (`kiln-gpt2 --explain`).
 struct Explain {
   struct KernelInfo {
-    std::string name, role;
+    std::string name, role; ///< the name carries the block sizes
     double compile_seconds;
     bool from_cache;
+    int num_warps, num_stages;
   };
   std::vector<KernelInfo> kernels;
   int launches_per_decode_step = 0;
