@@ -129,8 +129,8 @@ template <class D> struct ModelImpl final : Model::Impl {
     pending.push_back([this, role, options] {
       auto k = compile<K>(target, options);
       std::lock_guard<std::mutex> lock(compiled);
-      info.kernels.push_back({k.name(), role, k.compile_seconds(), k.from_cache(), options.num_warps,
-                              options.num_stages});
+      info.kernels.push_back({k.name(), role, k.compile_seconds(), k.from_cache(),
+                              options.num_warps, options.num_stages});
       info.compile_seconds += k.compile_seconds();
       kernels.emplace(role, std::move(static_cast<CompiledKernel &>(k)));
     });
@@ -239,6 +239,7 @@ template <class D> struct ModelImpl final : Model::Impl {
       add<ops::Matmul<D, 64, 64, 32>>("lm_head");
       // Decode (few rows): split-K partial products and a fused epilogue.
       add<ops::MatmulSplitK<D, 16, 64, 64>>("splitk");
+      add<ops::LayerNormMatmulSplitK<D, 16, 64, 64>>("ln_splitk");
       add<ops::Matmul<D, 16, 64, 64>>("lm_head_decode");
     } else {
       add<ops::MatmulBias<D, 32, 32, 16>>("qkv");
@@ -247,6 +248,7 @@ template <class D> struct ModelImpl final : Model::Impl {
       add<ops::Matmul<D, 32, 32, 16>>("lm_head");
       // The same decode schedule as on a GPU, so that CPU tests cover it.
       add<ops::MatmulSplitK<D, 16, 32, 32>>("splitk");
+      add<ops::LayerNormMatmulSplitK<D, 16, 32, 32>>("ln_splitk");
       add<ops::Matmul<D, 16, 32, 32>>("lm_head_decode");
     }
     add<ops::SplitKEpilogue<D, 1024, ops::Epilogue::Bias>>("qkv_epilogue");
@@ -306,10 +308,7 @@ template <class D> struct ModelImpl final : Model::Impl {
     bool decode = M <= 16;
     int tile = gpu ? 64 : 32; // BN and BK of the split-K and small-M kernels
     if (decode && role != "lm_head") {
-      int kBlocks = int(ceil_div(K, tile)), tiles = int(ceil_div(N, tile) * ceil_div(M, 16));
-      int splits = std::clamp(int(ceil_div(2 * 132, tiles)), 1, kBlocks);
-      int kSplit = int(ceil_div(kBlocks, splits)) * tile;
-      splits = int(ceil_div(K, kSplit));
+      auto [splits, kSplit] = splitK(M, N, K, tile);
       launch("splitk", Grid(ceil_div(M, 16), ceil_div(N, tile), splits),
              {arg(a), arg(b), arg(partial.data()), arg(M), arg(N), arg(K), arg(K), arg(N),
               arg(kSplit)});
@@ -332,6 +331,35 @@ template <class D> struct ModelImpl final : Model::Impl {
     ++launchCount;
   }
 
+  /// `c = layernorm(x) @ b` + the epilogue of `role` (qkv or fc_gelu). For
+  /// few rows the layernorm is folded into the split-K product (no launch
+  /// of its own); otherwise it runs first, into h.
+  void normedMatmul(const std::string &role, int M, int N, const Buffer<H> &lnw,
+                    const Buffer<H> &lnb, const H *b, const H *bias, H *c) {
+    int K = cfg.n_embd;
+    if (M > 16) {
+      layernorm(x, lnw, lnb, h, M);
+      matmul(role, M, N, K, h.data(), b, bias, nullptr, c);
+      return;
+    }
+    int tile = gpu ? 64 : 32;
+    auto [splits, kSplit] = splitK(M, N, K, tile);
+    launch("ln_splitk", Grid(ceil_div(M, 16), ceil_div(N, tile), splits),
+           {arg(x.data()), arg(lnw.data()), arg(lnb.data()), arg(b), arg(partial.data()), arg(M),
+            arg(N), arg(K), arg(K), arg(N), arg(kSplit), arg(1e-5f)});
+    launch(role + "_epilogue", Grid(M, ceil_div(N, 1024)),
+           {arg(partial.data()), arg(bias), arg(c), arg(c), arg(M), arg(N), arg(splits)});
+  }
+
+  /// Splits of K for a split-K product of few rows: about two programs per
+  /// SM, whole tiles per split. Returns {splits, K per split}.
+  static std::pair<int, int> splitK(int M, int N, int K, int tile) {
+    int kBlocks = int(ceil_div(K, tile)), tiles = int(ceil_div(N, tile) * ceil_div(M, 16));
+    int splits = std::clamp(int(ceil_div(2 * 132, tiles)), 1, kBlocks);
+    int kSplit = int(ceil_div(kBlocks, splits)) * tile;
+    return {int(ceil_div(K, kSplit)), kSplit};
+  }
+
   void layernorm(const Buffer<H> &in, const Buffer<H> &w, const Buffer<H> &b, Buffer<H> &out,
                  int rows, std::size_t rowOffset = 0) {
     int C = cfg.n_embd;
@@ -347,8 +375,7 @@ template <class D> struct ModelImpl final : Model::Impl {
     int C = cfg.n_embd, H = cfg.n_head;
     float scale = 1.0f / std::sqrt(float(cfg.head_dim()));
     for (Layer &l : layers) {
-      layernorm(x, l.ln1w, l.ln1b, h, rows);
-      matmul("qkv", rows, 3 * C, C, h.data(), l.attnW.data(), l.attnB.data(), nullptr, qkv.data());
+      normedMatmul("qkv", rows, 3 * C, l.ln1w, l.ln1b, l.attnW.data(), l.attnB.data(), qkv.data());
       if (prefill) {
         launch("kv_write", Grid(rows),
                {arg(qkv.data()), arg(rowSeq.data()), arg(rowPos.data()), arg(l.kc.data()),
@@ -371,8 +398,7 @@ template <class D> struct ModelImpl final : Model::Impl {
       }
       matmul("proj_residual", rows, C, C, att.data(), l.projW.data(), l.projB.data(), x.data(),
              x.data());
-      layernorm(x, l.ln2w, l.ln2b, h, rows);
-      matmul("fc_gelu", rows, 4 * C, C, h.data(), l.fcW.data(), l.fcB.data(), nullptr, fc.data());
+      normedMatmul("fc_gelu", rows, 4 * C, l.ln2w, l.ln2b, l.fcW.data(), l.fcB.data(), fc.data());
       matmul("proj_residual", rows, C, 4 * C, fc.data(), l.mlpW.data(), l.mlpB.data(), x.data(),
              x.data());
     }
