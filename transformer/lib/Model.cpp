@@ -252,6 +252,7 @@ template <class D> struct ModelImpl final : Model::Impl {
       add<ops::Matmul<D, 16, 32, 32>>("lm_head_decode");
     }
     add<ops::SplitKEpilogue<D, 1024, ops::Epilogue::Bias>>("qkv_epilogue");
+    add<ops::SplitKEpilogueKv<D, 1024>>("qkv_kv_epilogue");
     add<ops::SplitKEpilogue<D, 1024, ops::Epilogue::BiasResidual>>("proj_residual_epilogue");
     add<ops::SplitKEpilogue<D, 1024, ops::Epilogue::BiasGelu>>("fc_gelu_epilogue");
     if (ceil_div(Tmax, kChunk) > kMaxSplits)
@@ -334,21 +335,31 @@ template <class D> struct ModelImpl final : Model::Impl {
   /// `c = layernorm(x) @ b` + the epilogue of `role` (qkv or fc_gelu). For
   /// few rows the layernorm is folded into the split-K product (no launch
   /// of its own); otherwise it runs first, into h.
-  void normedMatmul(const std::string &role, int M, int N, const Buffer<H> &lnw,
-                    const Buffer<H> &lnb, const H *b, const H *bias, H *c) {
+  /// With `kvLayer` (a decode step), the QKV epilogue also writes k and v
+  /// into that layer's caches at pos[]; returns whether it did.
+  bool normedMatmul(const std::string &role, int M, int N, const Buffer<H> &lnw,
+                    const Buffer<H> &lnb, const H *b, const H *bias, H *c,
+                    Layer *kvLayer = nullptr) {
     int K = cfg.n_embd;
     if (M > 16) {
       layernorm(x, lnw, lnb, h, M);
       matmul(role, M, N, K, h.data(), b, bias, nullptr, c);
-      return;
+      return false;
     }
     int tile = gpu ? 64 : 32;
     auto [splits, kSplit] = splitK(M, N, K, tile);
     launch("ln_splitk", Grid(ceil_div(M, 16), ceil_div(N, tile), splits),
            {arg(x.data()), arg(lnw.data()), arg(lnb.data()), arg(b), arg(partial.data()), arg(M),
             arg(N), arg(K), arg(K), arg(N), arg(kSplit), arg(1e-5f)});
+    if (kvLayer) {
+      launch("qkv_kv_epilogue", Grid(M, ceil_div(N, 1024)),
+             {arg(partial.data()), arg(bias), arg(c), arg(pos.data()), arg(kvLayer->kc.data()),
+              arg(kvLayer->vc.data()), arg(M), arg(N), arg(splits), arg(Tmax)});
+      return true;
+    }
     launch(role + "_epilogue", Grid(M, ceil_div(N, 1024)),
            {arg(partial.data()), arg(bias), arg(c), arg(c), arg(M), arg(N), arg(splits)});
+    return false;
   }
 
   /// Splits of K for a split-K product of few rows: about two programs per
@@ -375,7 +386,8 @@ template <class D> struct ModelImpl final : Model::Impl {
     int C = cfg.n_embd, H = cfg.n_head;
     float scale = 1.0f / std::sqrt(float(cfg.head_dim()));
     for (Layer &l : layers) {
-      normedMatmul("qkv", rows, 3 * C, l.ln1w, l.ln1b, l.attnW.data(), l.attnB.data(), qkv.data());
+      bool cached = normedMatmul("qkv", rows, 3 * C, l.ln1w, l.ln1b, l.attnW.data(), l.attnB.data(),
+                                 qkv.data(), prefill ? nullptr : &l);
       if (prefill) {
         launch("kv_write", Grid(rows),
                {arg(qkv.data()), arg(rowSeq.data()), arg(rowPos.data()), arg(l.kc.data()),
@@ -384,9 +396,10 @@ template <class D> struct ModelImpl final : Model::Impl {
                {arg(qkv.data()), arg(l.kc.data()), arg(l.vc.data()), arg(att.data()),
                 arg(starts.data()), arg(lengths.data()), arg(C), arg(Tmax), arg(scale)});
       } else {
-        launch("kv_write", Grid(rows),
-               {arg(qkv.data()), arg(iota.data()), arg(pos.data()), arg(l.kc.data()),
-                arg(l.vc.data()), arg(C), arg(Tmax)});
+        if (!cached)
+          launch("kv_write", Grid(rows),
+                 {arg(qkv.data()), arg(iota.data()), arg(pos.data()), arg(l.kc.data()),
+                  arg(l.vc.data()), arg(C), arg(Tmax)});
         // Split over the cache: a fixed grid of (sequence, head, chunk)
         // programs, so the same graph serves every position.
         int splits = int(ceil_div(Tmax, kChunk));

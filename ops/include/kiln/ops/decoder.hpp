@@ -262,4 +262,26 @@ template <class T, int BLOCK, Epilogue E> struct SplitKEpilogue {
   }
 };
 
+/// The QKV epilogue of a decode step: `qkv[m] = sum_s partial[s, m] + bias`,
+/// and its k and v parts also go straight into the caches at row
+/// m * Tmax + pos[m] (C = N / 3), so the cache write needs no launch of its
+/// own. Grid: (M, cdiv(N, BLOCK)).
+template <class T, int BLOCK> struct SplitKEpilogueKv {
+  void operator()(Ptr<f32> partial, Ptr<T> bias, Ptr<T> qkv, Ptr<i32> pos, Ptr<T> kc, Ptr<T> vc,
+                  I32 M, I32 N, I32 splits, I32 Tmax) const {
+    auto m = program_id(0);
+    auto n = program_id(1) * BLOCK + arange<BLOCK>();
+    auto mask = n < N;
+    auto acc = for_range(0, splits, 1, zeros<f32, BLOCK>(), [&](I32 s, Tile<f32, BLOCK> acc) {
+      return acc + load(partial + (s * M + m) * N + n, mask, 0.0f);
+    });
+    auto v = cast<T>(acc + cast<f32>(load(bias + n, mask, 0)));
+    store(qkv + m * N + n, v, mask);
+    auto C = N / 3;
+    auto dst = (m * Tmax + load(pos + m)) * C;
+    store(kc + (dst + n - C), v, mask & (n >= C) & (n < 2 * C));
+    store(vc + (dst + n - 2 * C), v, mask & (n >= 2 * C));
+  }
+};
+
 } // namespace kiln::ops
