@@ -124,15 +124,25 @@ def ConvertKilnToGpu : Pass<"convert-kiln-to-gpu", "mlir::ModuleOp"> {
     * *replicated* (small tiles): every thread holds every element.
 
     Element-wise ops, loads and stores act on each thread's elements. Layout
-    changes (broadcasts between layouts), general reductions, argmax and
-    `kiln.dot` go through shared memory; a reduction of a distributed 1-D
-    tile to a scalar combines per thread, then across the warp with
-    butterfly shuffles, then across warps through shared memory. `dot` on
-    tensor cores when it can (f16/bf16 operands, M a multiple of 16 per warp
-    row, N of 8 per warp column, K of 16): A and B are staged in shared
-    memory, each warp loads mma fragments and issues `mma.sync.m16n8k16`
-    into an accumulator *tensor-core layout* that loop-carried accumulators
-    and element-wise epilogues keep; otherwise `dot` is an FMA loop over K.
+    changes (broadcasts between layouts), reductions along an axis (each
+    result's row folded in a loop), argmax and `kiln.dot` go through shared
+    memory. A reduction or argmax of a distributed 1-D tile to a scalar
+    combines per thread, then across the warp with butterfly shuffles, then
+    across warps through shared memory. `dot` runs on tensor cores when it
+    can (f16/bf16 operands, M a multiple of 16 per warp row, N of 8 per warp
+    column, K of 16). Its operands are staged in shared memory, or read in
+    place when they come from a `kiln.local_load`. Each warp loads mma
+    fragments with `ldmatrix` and issues `mma.sync.m16n8k16` into an
+    accumulator *tensor-core layout*, which loop-carried accumulators and
+    element-wise epilogues keep. Otherwise `dot` is an FMA loop over K.
+
+    Shared memory is dynamic: the rings of `kiln.local_alloc` come first,
+    then one scratch area reused by every exchange. The total, up to 227 KB,
+    is recorded in the global `kiln_smem_bytes`, which the runtime reads to
+    launch with that much. `kiln.async_copy` becomes 16-byte `cp.async.cg`
+    copies where a group is aligned and unmasked, and element loads
+    otherwise. `kiln.async_wait` becomes `cp.async.wait_group` followed by a
+    barrier.
 
     Before:
     ```mlir
