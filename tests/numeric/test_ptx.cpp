@@ -88,7 +88,6 @@ TEST_CASE("GPT-2 kernels") {
   check_kernel<ops::MatmulBias<f16, 64, 64, 32>>("mma.sync.aligned.m16n8k16");
   check_kernel<ops::MatmulBiasResidual<f16, 16, 64, 64>>("mma.sync.aligned.m16n8k16");
   check_kernel<ops::AttentionPrefill<f16, 64, 64, 64>>("mma.sync.aligned.m16n8k16");
-  check_kernel<ops::AttentionDecode<f16, 64, 64>>();
   check_kernel<ops::AttentionDecodeSplit<f16, 64, 64, 64>>();
   check_kernel<ops::AttentionCombine<f16, 64, 32>>();
   check_kernel<ops::MatmulSplitK<f16, 16, 64, 64>>("mma.sync.aligned.m16n8k16");

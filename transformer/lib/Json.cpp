@@ -34,6 +34,22 @@ struct Parser {
     if (!eat(c))
       fail(std::string("expected '") + c + "'");
   }
+  char32_t hex4() {
+    if (i + 4 > s.size())
+      fail("truncated \\u escape");
+    char32_t v = 0;
+    for (int k = 0; k < 4; ++k) {
+      char c = s[i++];
+      int d = c >= '0' && c <= '9'   ? c - '0'
+              : c >= 'a' && c <= 'f' ? c - 'a' + 10
+              : c >= 'A' && c <= 'F' ? c - 'A' + 10
+                                     : -1;
+      if (d < 0)
+        fail("bad \\u escape");
+      v = v * 16 + char32_t(d);
+    }
+    return v;
+  }
   std::string str() {
     ws();
     if (i >= s.size() || s[i] != '"')
@@ -66,20 +82,12 @@ struct Parser {
         out += '\f';
         break;
       case 'u': {
-        if (i + 4 > s.size())
-          fail("truncated \\u escape");
-        unsigned cp = unsigned(std::strtoul(s.substr(i, 4).c_str(), nullptr, 16));
-        i += 4;
-        if (cp < 0x80) {
-          out += char(cp);
-        } else if (cp < 0x800) {
-          out += char(0xC0 | (cp >> 6));
-          out += char(0x80 | (cp & 0x3F));
-        } else {
-          out += char(0xE0 | (cp >> 12));
-          out += char(0x80 | ((cp >> 6) & 0x3F));
-          out += char(0x80 | (cp & 0x3F));
+        char32_t cp = hex4();
+        if (cp >= 0xD800 && cp <= 0xDBFF && s.compare(i, 2, "\\u") == 0) {
+          i += 2;
+          cp = 0x10000 + ((cp - 0xD800) << 10) + (hex4() - 0xDC00);
         }
+        appendUtf8(out, cp);
         break;
       }
       default:

@@ -1,6 +1,8 @@
 //===- Tokenizer.cpp - GPT-2's byte-level BPE ------------------------------===//
 #include "kiln/gpt2/tokenizer.hpp"
 
+#include "Json.h"
+
 #include "kiln/runtime/kernel.hpp"
 
 #include <algorithm>
@@ -13,6 +15,7 @@
 #include <unordered_map>
 
 namespace kiln::gpt2 {
+using json::appendUtf8;
 namespace {
 
 struct CodeRange {
@@ -63,24 +66,6 @@ std::vector<Char> decodeUtf8(std::string_view s) {
   return out;
 }
 
-void appendUtf8(std::string &out, char32_t c) {
-  if (c < 0x80) {
-    out += char(c);
-  } else if (c < 0x800) {
-    out += char(0xC0 | (c >> 6));
-    out += char(0x80 | (c & 0x3F));
-  } else if (c < 0x10000) {
-    out += char(0xE0 | (c >> 12));
-    out += char(0x80 | ((c >> 6) & 0x3F));
-    out += char(0x80 | (c & 0x3F));
-  } else {
-    out += char(0xF0 | (c >> 18));
-    out += char(0x80 | ((c >> 12) & 0x3F));
-    out += char(0x80 | ((c >> 6) & 0x3F));
-    out += char(0x80 | (c & 0x3F));
-  }
-}
-
 bool isLetter(const Char &c) { return c.valid && inRanges(kLetters, c.cp); }
 bool isNumber(const Char &c) { return c.valid && inRanges(kNumbers, c.cp); }
 bool isSpace(const Char &c) { return c.valid && inRanges(kSpaces, c.cp); }
@@ -108,129 +93,20 @@ std::string readFile(const std::string &path) {
   return ss.str();
 }
 
-/// A flat JSON object of string keys and integer values.
+/// A JSON object of token -> id.
 std::unordered_map<std::string, int32_t> parseVocab(const std::string &text,
                                                     const std::string &path) {
-  std::size_t i = 0;
-  auto fail = [&](const std::string &what) -> void {
-    throw Error("gpt2 tokenizer: " + path + ": " + what + " at byte " + std::to_string(i) +
-                " (expected a JSON object of token -> id)");
-  };
-  auto ws = [&] {
-    while (i < text.size() &&
-           (text[i] == ' ' || text[i] == '\n' || text[i] == '\r' || text[i] == '\t'))
-      ++i;
-  };
-  auto hex4 = [&]() -> char32_t {
-    if (i + 4 > text.size())
-      fail("truncated \\u escape");
-    char32_t v = 0;
-    for (int k = 0; k < 4; ++k) {
-      char c = text[i++];
-      v <<= 4;
-      if (c >= '0' && c <= '9')
-        v |= char32_t(c - '0');
-      else if (c >= 'a' && c <= 'f')
-        v |= char32_t(c - 'a' + 10);
-      else if (c >= 'A' && c <= 'F')
-        v |= char32_t(c - 'A' + 10);
-      else
-        fail("bad \\u escape");
-    }
-    return v;
-  };
-  auto str = [&]() -> std::string {
-    if (i >= text.size() || text[i] != '"')
-      fail("expected a string");
-    ++i;
-    std::string out;
-    while (true) {
-      if (i >= text.size())
-        fail("unterminated string");
-      char c = text[i++];
-      if (c == '"')
-        return out;
-      if (c != '\\') {
-        out += c;
-        continue;
-      }
-      if (i >= text.size())
-        fail("unterminated escape");
-      char e = text[i++];
-      switch (e) {
-      case '"':
-        out += '"';
-        break;
-      case '\\':
-        out += '\\';
-        break;
-      case '/':
-        out += '/';
-        break;
-      case 'b':
-        out += '\b';
-        break;
-      case 'f':
-        out += '\f';
-        break;
-      case 'n':
-        out += '\n';
-        break;
-      case 'r':
-        out += '\r';
-        break;
-      case 't':
-        out += '\t';
-        break;
-      case 'u': {
-        char32_t cp = hex4();
-        if (cp >= 0xD800 && cp <= 0xDBFF && i + 1 < text.size() && text[i] == '\\' &&
-            text[i + 1] == 'u') {
-          i += 2;
-          char32_t lo = hex4();
-          cp = 0x10000 + ((cp - 0xD800) << 10) + (lo - 0xDC00);
-        }
-        appendUtf8(out, cp);
-        break;
-      }
-      default:
-        fail(std::string("bad escape \\") + e);
-      }
-    }
-  };
+  json::Value root = json::parse(text, "gpt2 tokenizer: " + path);
+  if (root.kind != json::Value::Kind::Object || root.object.empty())
+    throw Error("gpt2 tokenizer: " + path + ": expected a JSON object of token -> id");
   std::unordered_map<std::string, int32_t> vocab;
-  ws();
-  if (i >= text.size() || text[i] != '{')
-    fail("expected '{'");
-  ++i;
-  ws();
-  if (i < text.size() && text[i] == '}')
-    fail("empty vocabulary");
-  while (true) {
-    ws();
-    std::string key = str();
-    ws();
-    if (i >= text.size() || text[i] != ':')
-      fail("expected ':'");
-    ++i;
-    ws();
-    std::size_t start = i;
-    while (i < text.size() && (std::isdigit(static_cast<unsigned char>(text[i])) || text[i] == '-'))
-      ++i;
-    if (start == i)
-      fail("expected an integer id");
-    long id = std::stol(text.substr(start, i - start));
-    if (id < 0 || id > INT32_MAX)
-      fail("id out of range");
-    vocab[key] = int32_t(id);
-    ws();
-    if (i < text.size() && text[i] == ',') {
-      ++i;
-      continue;
-    }
-    if (i < text.size() && text[i] == '}')
-      break;
-    fail("expected ',' or '}'");
+  vocab.reserve(root.object.size());
+  for (auto &[token, id] : root.object) {
+    if (id.kind != json::Value::Kind::Number || id.number < 0 || id.number > INT32_MAX ||
+        id.number != double(int64_t(id.number)))
+      throw Error("gpt2 tokenizer: " + path + ": the id of token '" + token +
+                  "' is not a non-negative integer");
+    vocab[token] = int32_t(id.number);
   }
   return vocab;
 }

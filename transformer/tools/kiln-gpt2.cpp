@@ -76,6 +76,18 @@ int toInt(const std::string &flag, const std::string &v, int lo) {
   }
 }
 
+double toDouble(const std::string &flag, const std::string &v) {
+  try {
+    std::size_t used = 0;
+    double x = std::stod(v, &used);
+    if (used != v.size())
+      throw 0;
+    return x;
+  } catch (...) {
+    usageError(flag + " expects a number, got '" + v + "'");
+  }
+}
+
 Args parse(int argc, char **argv) {
   Args a;
   for (int i = 1; i < argc; ++i) {
@@ -106,25 +118,15 @@ Args parse(int argc, char **argv) {
     else if (f == "--seed")
       a.seed = uint64_t(toInt(f, value(), 0));
     else if (f == "--temperature") {
-      std::string v = value();
-      try {
-        a.temperature = std::stod(v);
-      } catch (...) {
-        usageError("--temperature expects a number, got '" + v + "'");
-      }
+      a.temperature = toDouble(f, value());
       if (a.temperature < 0)
         usageError("--temperature must be >= 0");
     } else if (f == "--top-k")
       a.topK = toInt(f, value(), 0);
     else if (f == "--top-p") {
-      std::string v = value();
-      try {
-        a.topP = std::stod(v);
-      } catch (...) {
-        usageError("--top-p expects a number, got '" + v + "'");
-      }
+      a.topP = toDouble(f, value());
       if (!(a.topP > 0 && a.topP <= 1))
-        usageError("--top-p must be in (0, 1], got " + v);
+        usageError("--top-p must be in (0, 1], got " + std::to_string(a.topP));
     } else if (f == "--device")
       a.device = value();
     else if (f == "--precision")
@@ -273,8 +275,8 @@ int main(int argc, char **argv) {
         std::cerr << "  " << k.role << ": " << k.name;
         if (device == "cuda")
           std::cerr << " (" << k.num_warps << " warps, " << k.num_stages << " stages)";
-        std::cerr << "  " << (k.from_cache ? "cache hit" : "compiled") << " in " << k.compile_seconds * 1e3
-                  << " ms\n";
+        std::cerr << "  " << (k.from_cache ? "cache hit" : "compiled") << " in "
+                  << k.compile_seconds * 1e3 << " ms\n";
       }
       std::cerr << "prefill: " << e.launches_per_prefill << " launches per prompt\n"
                 << "decode step: " << e.launches_per_decode_step << " launches"

@@ -60,36 +60,6 @@ template <class T, int BM_, int BN_, int D_> struct AttentionPrefill {
   }
 };
 
-/// Decode: one query per sequence (row b of `qkv`) attends to keys
-/// 0 .. pos[b] of its cache. Grid: (B, H).
-template <class T, int BN_, int D_> struct AttentionDecode {
-  static constexpr int BN = BN_, D = D_;
-  void operator()(Ptr<T> qkv, Ptr<T> kc, Ptr<T> vc, Ptr<T> out, Ptr<i32> pos, I32 C, I32 Tmax,
-                  F32 scale) const {
-    auto b = program_id(0), h = program_id(1);
-    auto len = load(pos + b) + 1;
-    auto rd = arange<D>();
-    auto q = cast<f32>(load(qkv + b * (3 * C) + h * D + rd)); // (D)
-    auto kbase = kc + b * Tmax * C + h * D;
-    auto vbase = vc + b * Tmax * C + h * D;
-    auto init = std::tuple{F32(kMaskedScore), F32(0.0f), zeros<f32, D>()};
-    auto [m, l, acc] = for_range(0, len, BN, init, [&](I32 n0, F32 m, F32 l, Tile<f32, D> acc) {
-      auto rn = n0 + arange<BN>();
-      auto valid = expand_dims<1>(rn < len); // (BN, 1)
-      auto offs = expand_dims<1>(rn) * C + expand_dims<0>(rd);
-      auto k = cast<f32>(load(kbase + offs, valid, 0));                              // (BN, D)
-      auto s = where(rn < len, sum<1>(k * expand_dims<0>(q)) * scale, kMaskedScore); // (BN)
-      auto m_new = maximum(m, max(s));
-      auto p = exp(s - m_new);
-      auto alpha = exp(m - m_new);
-      auto v = cast<f32>(load(vbase + offs, valid, 0));
-      return std::tuple{m_new, l * alpha + sum(p), acc * alpha + sum<0>(v * expand_dims<1>(p))};
-    });
-    (void)m;
-    store(out + b * C + h * D + rd, cast<T>(acc / l));
-  }
-};
-
 /// Decode split over the sequence (flash-decoding): program (b, h, s) attends
 /// to keys s*CHUNK .. s*CHUNK + CHUNK - 1 (up to pos[b]) and writes its
 /// running max, sum and unnormalised output to `part` ([B, H, S, D + 2], f32:

@@ -3,6 +3,7 @@
 
 #include "kiln/kiln.hpp"
 #include "kiln/ops/elementwise.hpp"
+#include "kiln/ops/matmul.hpp"
 
 #include <tuple>
 
@@ -182,16 +183,10 @@ template <class T, int BM_, int BN_, int BK_> struct MatmulSplitK {
     auto rm = program_id(0) * BM + arange<BM>();
     auto rn = program_id(1) * BN + arange<BN>();
     auto s = program_id(2);
-    auto rows = expand_dims<1>(rm), cols = expand_dims<0>(rn);
-    auto rk = arange<BK>();
     auto lo = s * k_split;
-    auto hi = minimum(K, lo + k_split);
-    auto acc = for_range(lo, hi, BK, zeros<f32, BM, BN>(), [&](I32 k0, Tile<f32, BM, BN> acc) {
-      auto ka = expand_dims<0>(k0 + rk), kb = expand_dims<1>(k0 + rk);
-      auto at = load(a + rows * lda + ka, (rows < M) & (ka < hi), 0);
-      auto bt = load(b + kb * ldb + cols, (kb < hi) & (cols < N), 0);
-      return dot(at, bt, acc);
-    });
+    auto acc = detail::matmul_tile<T, BM, BN, BK>(a, b, M, N, lo, minimum(K, lo + k_split), lda,
+                                                  ldb, rm, rn);
+    auto rows = expand_dims<1>(rm), cols = expand_dims<0>(rn);
     store(partial + (s * M + rows) * N + cols, acc, (rows < M) & (cols < N));
   }
 };

@@ -8,17 +8,18 @@ namespace kiln::ops {
 namespace detail {
 /// The (BM, BN) f32 tile of A(M, K) @ B(K, N) owned by this program; A and B
 /// are row-major with leading dimensions lda / ldb. Grid: (cdiv(M, BM), cdiv(N, BN)).
+/// a[rm, lo:hi] @ b[lo:hi, rn] in f32 (the whole product for lo = 0, hi = K).
 template <class T, int BM, int BN, int BK>
-Tile<f32, BM, BN> matmul_tile(Ptr<T> a, Ptr<T> b, I32 M, I32 N, I32 K, I32 lda, I32 ldb,
+Tile<f32, BM, BN> matmul_tile(Ptr<T> a, Ptr<T> b, I32 M, I32 N, I32 lo, I32 hi, I32 lda, I32 ldb,
                               Tile<i32, BM> rm, Tile<i32, BN> rn) {
   auto rk = arange<BK>();                         // (BK)
   auto rows = expand_dims<1>(rm);                 // (BM, 1)
   auto cols = expand_dims<0>(rn);                 // (1, BN)
-  return for_range(0, K, BK, zeros<f32, BM, BN>(), [&](I32 k0, Tile<f32, BM, BN> acc) {
+  return for_range(lo, hi, BK, zeros<f32, BM, BN>(), [&](I32 k0, Tile<f32, BM, BN> acc) {
     auto ka = expand_dims<0>(k0 + rk);            // (1, BK)
     auto kb = expand_dims<1>(k0 + rk);            // (BK, 1)
-    auto at = load(a + rows * lda + ka, (rows < M) & (ka < K), 0);  // (BM, BK)
-    auto bt = load(b + kb * ldb + cols, (kb < K) & (cols < N), 0);  // (BK, BN)
+    auto at = load(a + rows * lda + ka, (rows < M) & (ka < hi), 0);  // (BM, BK)
+    auto bt = load(b + kb * ldb + cols, (kb < hi) & (cols < N), 0);  // (BK, BN)
     return dot(at, bt, acc);
   });
 }
@@ -31,7 +32,7 @@ template <class T, int BM_, int BN_, int BK_> struct Matmul {
                   I32 ldc) const {
     auto rm = program_id(0) * BM + arange<BM>();
     auto rn = program_id(1) * BN + arange<BN>();
-    auto acc = detail::matmul_tile<T, BM, BN, BK>(a, b, M, N, K, lda, ldb, rm, rn);
+    auto acc = detail::matmul_tile<T, BM, BN, BK>(a, b, M, N, 0, K, lda, ldb, rm, rn);
     auto rows = expand_dims<1>(rm), cols = expand_dims<0>(rn);
     store(c + rows * ldc + cols, cast<T>(acc), (rows < M) & (cols < N));
   }
@@ -44,7 +45,7 @@ template <class T, int BM_, int BN_, int BK_> struct MatmulBiasGelu {
                   I32 ldb, I32 ldc) const {
     auto rm = program_id(0) * BM + arange<BM>();
     auto rn = program_id(1) * BN + arange<BN>();
-    auto acc = detail::matmul_tile<T, BM, BN, BK>(a, b, M, N, K, lda, ldb, rm, rn);
+    auto acc = detail::matmul_tile<T, BM, BN, BK>(a, b, M, N, 0, K, lda, ldb, rm, rn);
     auto bv = cast<f32>(load(bias + rn, rn < N, 0)); // (BN)
     auto out = gelu_tanh(acc + expand_dims<0>(bv));
     auto rows = expand_dims<1>(rm), cols = expand_dims<0>(rn);
@@ -59,7 +60,7 @@ template <class T, int BM_, int BN_, int BK_> struct MatmulBias {
                   I32 ldb, I32 ldc) const {
     auto rm = program_id(0) * BM + arange<BM>();
     auto rn = program_id(1) * BN + arange<BN>();
-    auto acc = detail::matmul_tile<T, BM, BN, BK>(a, b, M, N, K, lda, ldb, rm, rn);
+    auto acc = detail::matmul_tile<T, BM, BN, BK>(a, b, M, N, 0, K, lda, ldb, rm, rn);
     auto bv = cast<f32>(load(bias + rn, rn < N, 0));
     auto rows = expand_dims<1>(rm), cols = expand_dims<0>(rn);
     store(c + rows * ldc + cols, cast<T>(acc + expand_dims<0>(bv)), (rows < M) & (cols < N));
@@ -74,7 +75,7 @@ template <class T, int BM_, int BN_, int BK_> struct MatmulBiasResidual {
                   I32 lda, I32 ldb, I32 ldc) const {
     auto rm = program_id(0) * BM + arange<BM>();
     auto rn = program_id(1) * BN + arange<BN>();
-    auto acc = detail::matmul_tile<T, BM, BN, BK>(a, b, M, N, K, lda, ldb, rm, rn);
+    auto acc = detail::matmul_tile<T, BM, BN, BK>(a, b, M, N, 0, K, lda, ldb, rm, rn);
     auto bv = cast<f32>(load(bias + rn, rn < N, 0));
     auto rows = expand_dims<1>(rm), cols = expand_dims<0>(rn);
     auto mask = (rows < M) & (cols < N);
