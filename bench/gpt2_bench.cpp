@@ -1,13 +1,14 @@
 //===- gpt2_bench.cpp - kiln's GPT-2 generation speed ----------------------===//
 //
-//   kiln-gpt2-bench [--size 124M] [--precision fp16] > kiln_gpt2.json
+//   kiln-gpt2-bench [--size 124M] [--precision fp16] [--profile] > kiln_gpt2.json
 //
 // Seeded random weights (gpt2::Weights::random, seed 1: the same ones
 // bench/gpt2_baselines.py builds for PyTorch). For batch 1 and 8, prompts of
 // 16, 64 and 256 tokens and 128 and 512 new tokens: time to first token
 // (prefill + first sample), ms per decode step, tokens per second. Also the
 // setup time (weights to GPU + kernels; cold or warm depending on the kernel
-// cache) and the device memory in use.
+// cache) and the device memory in use. With --profile: instead, where the
+// time of one decode step goes, kernel by kernel, for batch 1 and 8.
 //
 //===----------------------------------------------------------------------===//
 #include "kiln/gpt2/model.hpp"
@@ -24,8 +25,18 @@ using Clock = std::chrono::steady_clock;
 
 int main(int argc, char **argv) {
   std::string size = "124M", precision = "fp16";
-  for (int i = 1; i + 1 < argc; i += 2) {
+  bool profile = false;
+  for (int i = 1; i < argc; i += 2) {
     std::string f = argv[i];
+    if (f == "--profile") {
+      profile = true;
+      --i;
+      continue;
+    }
+    if (i + 1 >= argc) {
+      std::cerr << "kiln-gpt2-bench: flag '" << f << "' needs a value\n";
+      return 2;
+    }
     if (f == "--size")
       size = argv[i + 1];
     else if (f == "--precision")
@@ -50,6 +61,37 @@ int main(int argc, char **argv) {
     double setupSeconds = std::chrono::duration<double>(Clock::now() - t1).count();
     std::size_t peak = cuda::memory_in_use();
     const gpt2::Explain &e = model.explain();
+    auto promptsOf = [](int batch, int prompt) {
+      std::vector<std::vector<int32_t>> prompts;
+      for (int b = 0; b < batch; ++b) {
+        std::vector<int32_t> p;
+        for (int t = 0; t < prompt; ++t)
+          p.push_back(int32_t((t * 7919 + b * 104729) % 50000));
+        prompts.push_back(p);
+      }
+      return prompts;
+    };
+    if (profile) {
+      std::printf("{\"model\": \"%s\", \"precision\": \"%s\", \"device\": \"%s\", "
+                  "\"profiles\": [",
+                  size.c_str(), precision.c_str(), cuda::device_name().c_str());
+      const char *sep = "";
+      for (int batch : {1, 8})
+        for (int prompt : {16, 256}) {
+          gpt2::StepProfile p = model.profile_decode(promptsOf(batch, prompt));
+          std::printf("%s\n {\"batch\": %d, \"prompt\": %d, \"launches\": %d, "
+                      "\"kernels_us\": %.2f, \"graph_us\": %.2f, \"kernels\": [",
+                      sep, batch, prompt, p.launches, p.kernels_us, p.graph_us);
+          for (std::size_t i = 0; i < p.kernels.size(); ++i)
+            std::printf("%s\n  {\"role\": \"%s\", \"launches\": %d, \"us\": %.2f}",
+                        i ? "," : "", p.kernels[i].role.c_str(), p.kernels[i].launches,
+                        p.kernels[i].us);
+          std::printf("]}");
+          sep = ",";
+        }
+      std::printf("]}\n");
+      return 0;
+    }
     std::printf(
         "{\"model\": \"%s\", \"precision\": \"%s\", \"device\": \"%s\", \"weights_s\": %.3f, "
         "\"setup_s\": %.3f, \"compile_s\": %.3f, \"kernels_from_cache\": %d, \"kernels\": %zu, "
@@ -63,13 +105,7 @@ int main(int argc, char **argv) {
     for (int batch : {1, 8})
       for (int prompt : {16, 64, 256})
         for (int newTokens : {128, 512}) {
-          std::vector<std::vector<int32_t>> prompts;
-          for (int b = 0; b < batch; ++b) {
-            std::vector<int32_t> p;
-            for (int t = 0; t < prompt; ++t)
-              p.push_back(int32_t((t * 7919 + b * 104729) % 50000));
-            prompts.push_back(p);
-          }
+          auto prompts = promptsOf(batch, prompt);
           gpt2::GenerateOptions go;
           go.max_new_tokens = newTokens;
           go.stop_at_eot = false;

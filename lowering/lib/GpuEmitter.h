@@ -9,6 +9,7 @@
 #ifndef KILN_LOWERING_GPUEMITTER_H
 #define KILN_LOWERING_GPUEMITTER_H
 
+#include <optional>
 #include "kiln/Lowering/Passes.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -518,6 +519,14 @@ private:
   Value combine(kiln::ReduceKind kind, Value x, Value y) { return kiln::emitCombine(b, loc, kind, x, y); }
 
   LogicalResult emitReduce(kiln::ReduceOp red);
+  /// Whether `v` is index arithmetic that can be recomputed per element
+  /// (rematerialize: `v` at multi-index `idx` of its shape).
+  bool canRematerialize(Value v, int depth);
+  Value rematerialize(Value v, ArrayRef<Value> idx);
+  /// Reductions along the last axis, or axis 0 of a matrix, with
+  /// per-thread combining, warp shuffles and one round through shared memory
+  /// (nullopt: the layout does not allow it; foldAlong is used).
+  std::optional<SmallVector<Value>> reduceAxisInParallel(kiln::ReduceOp red);
 
   LogicalResult emitArgMax(kiln::ArgMaxOp am);
   /// Writes `v` row-major to shared memory at `base` (straight from the

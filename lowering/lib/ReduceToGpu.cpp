@@ -35,6 +35,19 @@ LogicalResult Emitter::emitBroadcast(kiln::BroadcastOp bc) {
     }
     return success();
   }
+  // Index arithmetic (ranges, splats, integer ops, pointer offsets) is
+  // recomputed at each destination element instead of moving through
+  // shared memory: no barriers between address computations and loads.
+  if (canRematerialize(bc.getSrc(), 0)) {
+    for (int64_t j = 0; j < ld.perThread; ++j) {
+      SmallVector<Value> idx = unravel(flatIndex(ld, j), dst.getShape());
+      for (int64_t d = 0; d < dst.getRank(); ++d)
+        if (src.getDimSize(d) == 1)
+          idx[d] = i32(0);
+      out.push_back(rematerialize(bc.getSrc(), idx));
+    }
+    return success();
+  }
   Type elem = storageType(src.getElementType());
   reserveSmem(spill(bc.getSrc(), 0));
   barrier();
@@ -47,6 +60,75 @@ LogicalResult Emitter::emitBroadcast(kiln::BroadcastOp bc) {
   }
   barrier();
   return success();
+}
+
+bool Emitter::canRematerialize(Value v, int depth) {
+  if (depth > 16)
+    return false;
+  auto it = values.find(v);
+  if (it != values.end() && isUniform(v))
+    return true;
+  Operation *op = v.getDefiningOp();
+  if (!op || mma.count(v))
+    return false;
+  if (isa<kiln::MakeRangeOp>(op))
+    return true;
+  if (auto s = dyn_cast<kiln::SplatOp>(op))
+    return get(s.getSrc()).size() == 1;
+  if (isa<kiln::ExpandDimsOp, kiln::BroadcastOp, kiln::AddPtrOp>(op) ||
+      (op->getDialect() && op->getDialect()->getNamespace() == "arith" &&
+       op->hasTrait<OpTrait::Elementwise>() && op->getNumResults() == 1 &&
+       isa<IntegerType, kiln::PtrType>(kiln::getElementTypeOrSelf(op->getResult(0).getType())))) {
+    for (Value operand : op->getOperands())
+      if (isa<RankedTensorType>(operand.getType()) ? !canRematerialize(operand, depth + 1)
+                                                    : get(operand).size() != 1)
+        return false;
+    return true;
+  }
+  return false;
+}
+
+Value Emitter::rematerialize(Value v, ArrayRef<Value> idx) {
+  auto it = values.find(v);
+  if (it != values.end() && isUniform(v))
+    return it->second[0];
+  Operation *op = v.getDefiningOp();
+  if (auto r = dyn_cast<kiln::MakeRangeOp>(op))
+    return arith::AddIOp::create(b, loc, idx[0], i32(r.getStart()));
+  if (auto s = dyn_cast<kiln::SplatOp>(op))
+    return get(s.getSrc())[0];
+  if (auto e = dyn_cast<kiln::ExpandDimsOp>(op)) {
+    SmallVector<Value> inner(idx);
+    inner.erase(inner.begin() + e.getAxis());
+    return rematerialize(e.getSrc(), inner);
+  }
+  if (auto bc = dyn_cast<kiln::BroadcastOp>(op)) {
+    SmallVector<Value> inner(idx);
+    auto src = bc.getSrc().getType();
+    for (int64_t d = 0; d < src.getRank(); ++d)
+      if (src.getDimSize(d) == 1)
+        inner[d] = i32(0);
+    return rematerialize(bc.getSrc(), inner);
+  }
+  auto at = [&](Value operand) {
+    return isa<RankedTensorType>(operand.getType()) ? rematerialize(operand, idx) : get(operand)[0];
+  };
+  if (auto ap = dyn_cast<kiln::AddPtrOp>(op)) {
+    Type pointee = cast<kiln::PtrType>(kiln::getElementTypeOrSelf(ap.getType())).getPointeeType();
+    Value off = at(ap.getOffset());
+    if (off.getType().getIntOrFloatBitWidth() < 64)
+      off = arith::ExtSIOp::create(b, loc, b.getI64Type(), off);
+    Value bytes = arith::MulIOp::create(b, loc, off,
+                                        arith::ConstantOp::create(b, loc, b.getI64IntegerAttr(byteSize(pointee))));
+    return arith::AddIOp::create(b, loc, at(ap.getPtr()), bytes);
+  }
+  // An elementwise arith op, on scalars.
+  OperationState state(loc, op->getName());
+  for (Value operand : op->getOperands())
+    state.addOperands(at(operand));
+  state.addTypes(storageType(kiln::getElementTypeOrSelf(v.getType())));
+  state.addAttributes(op->getAttrs());
+  return b.create(state)->getResult(0);
 }
 
 LogicalResult Emitter::emitReduce(kiln::ReduceOp red) {
@@ -88,12 +170,118 @@ LogicalResult Emitter::emitReduce(kiln::ReduceOp red) {
     values[red] = {narrowFloat ? Value(arith::TruncFOp::create(b, loc, elemType, acc)) : acc};
     return success();
   }
+  if (auto fast = reduceAxisInParallel(red)) {
+    values[red] = std::move(*fast);
+    return success();
+  }
   // General path: each result element folds its row in a loop.
   values[red] = foldAlong(
       red.getSrc(), red.getType(), red.getAxis(), elemType,
       [&](Value x0) { return SmallVector<Value>{x0}; },
       [&](ValueRange carried, Value x, Value) { return SmallVector<Value>{combine(red.getKind(), carried[0], x)}; });
   return success();
+}
+
+std::optional<SmallVector<Value>> Emitter::reduceAxisInParallel(kiln::ReduceOp red) {
+  auto src = red.getSrc().getType();
+  Type elemType = src.getElementType();
+  int64_t rank = src.getRank(), axis = red.getAxis();
+  Layout ls = layoutOf(src);
+  bool narrowFloat = elemType.isF16() || elemType.isBF16();
+  if (!(elemType.isF32() || elemType.isInteger(32) || narrowFloat) || !ls.distributed ||
+      isUniform(red.getSrc()) || mma.count(red.getSrc()) || rank < 2 ||
+      !(axis == rank - 1 || (rank == 2 && axis == 0)))
+    return std::nullopt;
+  // Thread t holds groups q = g * T + t (g = 0 .. perThread / vec - 1) of
+  // `vec` consecutive elements of one row; a row is G = L / vec groups.
+  int64_t L = src.getShape().back(), vec = ls.vec, G = L / vec, T = threads;
+  int64_t groups = ls.perThread / vec, warps = T / 32;
+  Type f32 = b.getF32Type();
+  Type acc = narrowFloat ? f32 : elemType;
+  auto widen = [&](Value v) { return narrowFloat ? Value(arith::ExtFOp::create(b, loc, f32, v)) : v; };
+  auto shuffleDown = [&](Value x, int64_t from, int64_t to) { // xor offsets from, from/2, .., to
+    for (int64_t off = from; off >= to; off /= 2)
+      x = combine(red.getKind(), x,
+                  gpu::ShuffleOp::create(b, loc, x, i32(off), i32(32), gpu::ShuffleMode::XOR).getShuffleResult());
+    return x;
+  };
+  auto onlyIf = [&](Value cond, function_ref<void()> body) {
+    if (!cond)
+      return body();
+    auto ifOp = scf::IfOp::create(b, loc, cond, false);
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(ifOp.thenBlock());
+    body();
+  };
+  auto eq = [&](Value x, int64_t v) { return arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, x, i32(v)); };
+  Layout ld = layoutOf(red.getType());
+  SmallVector<Value> in = get(red.getSrc()), out;
+  auto finish = [&](Value v) { return narrowFloat ? Value(arith::TruncFOp::create(b, loc, elemType, v)) : v; };
+  if (axis == rank - 1) {
+    // Segments of S consecutive groups lie in one row and one warp: combine
+    // within a thread, then across the segment's lanes, then the row's
+    // G / S segments through shared memory.
+    int64_t S = G % 32 == 0 ? 32 : 32 % G == 0 ? G : 1;
+    int64_t perRow = G / S;
+    if (perRow > 32)
+      return std::nullopt;
+    reserveSmem(ls.numel / vec / S * byteSize(acc));
+    Value laneInSeg = S == 1 ? Value() : arith::RemUIOp::create(b, loc, lane, i32(S));
+    for (int64_t g = 0; g < groups; ++g) {
+      Value x = widen(in[g * vec]);
+      for (int64_t v = 1; v < vec; ++v)
+        x = combine(red.getKind(), x, widen(in[g * vec + v]));
+      x = shuffleDown(x, S / 2, 1);
+      Value seg = arith::DivUIOp::create(b, loc, arith::AddIOp::create(b, loc, tid, i32(g * T)), i32(S));
+      onlyIf(S == 1 ? Value() : eq(laneInSeg, 0), [&] { storeSmem(0, seg, x); });
+    }
+    barrier();
+    for (int64_t j = 0; j < ld.perThread; ++j) {
+      Value first = arith::MulIOp::create(b, loc, flatIndex(ld, j), i32(perRow));
+      Value r = loadSmem(0, first, acc);
+      for (int64_t i = 1; i < perRow; ++i)
+        r = combine(red.getKind(), r, loadSmem(0, arith::AddIOp::create(b, loc, first, i32(i)), acc));
+      out.push_back(finish(r));
+    }
+    barrier();
+    return out;
+  }
+  // Axis 0 of (R, L): when G divides T every group of thread t covers the
+  // same columns ((t % G) * vec ..), so a thread combines its groups, lanes
+  // t, t + G, .. combine by shuffles (G < 32) and warps (or thread blocks of
+  // G) through shared memory.
+  if (T % G != 0)
+    return std::nullopt;
+  int64_t parts = G < 32 ? warps : T / G;
+  if (parts > 32)
+    return std::nullopt;
+  reserveSmem(parts * L * byteSize(acc));
+  Value colBlock = arith::RemUIOp::create(b, loc, tid, i32(G));
+  Value part = G < 32 ? warp : Value(arith::DivUIOp::create(b, loc, tid, i32(G)));
+  Value base = arith::AddIOp::create(b, loc, arith::MulIOp::create(b, loc, part, i32(L)),
+                                     arith::MulIOp::create(b, loc, colBlock, i32(vec)));
+  SmallVector<Value> partial;
+  for (int64_t v = 0; v < vec; ++v) {
+    Value x = widen(in[v]);
+    for (int64_t g = 1; g < groups; ++g)
+      x = combine(red.getKind(), x, widen(in[g * vec + v]));
+    partial.push_back(G < 32 ? shuffleDown(x, 16, G) : x);
+  }
+  Value writer = G < 32 ? Value(arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, lane, i32(G))) : Value();
+  onlyIf(writer, [&] {
+    for (int64_t v = 0; v < vec; ++v)
+      storeSmem(0, arith::AddIOp::create(b, loc, base, i32(v)), partial[v]);
+  });
+  barrier();
+  for (int64_t j = 0; j < ld.perThread; ++j) {
+    Value c = flatIndex(ld, j);
+    Value r = loadSmem(0, c, acc);
+    for (int64_t p = 1; p < parts; ++p)
+      r = combine(red.getKind(), r, loadSmem(0, arith::AddIOp::create(b, loc, c, i32(p * L)), acc));
+    out.push_back(finish(r));
+  }
+  barrier();
+  return out;
 }
 
 int64_t Emitter::spillRowMajor(Value v, int64_t base) {

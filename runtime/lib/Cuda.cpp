@@ -232,6 +232,40 @@ void Stream::synchronize() { check(ready().cuStreamSynchronize(s_), "cuStreamSyn
 StreamScope::StreamScope(Stream &s) : previous_(tls_stream) { tls_stream = s.handle(); }
 StreamScope::~StreamScope() { tls_stream = previous_; }
 
+Timeline::~Timeline() {
+  if (!driver().error.empty())
+    return;
+  for (void *e : events_)
+    driver().cuEventDestroy_v2(static_cast<CUevent>(e));
+}
+
+void Timeline::mark() {
+  Driver &d = ready();
+  if (used_ == events_.size()) {
+    CUevent e = nullptr;
+    check(d.cuEventCreate(&e, 0), "cuEventCreate");
+    events_.push_back(e);
+  }
+  check(d.cuEventRecord(static_cast<CUevent>(events_[used_++]), current_stream()),
+        "cuEventRecord");
+}
+
+std::vector<double> Timeline::elapsed_ms() {
+  Driver &d = ready();
+  std::vector<double> out;
+  if (used_ > 0)
+    check(d.cuEventSynchronize(static_cast<CUevent>(events_[used_ - 1])), "cuEventSynchronize");
+  for (std::size_t i = 0; i + 1 < used_; ++i) {
+    float ms = 0;
+    check(d.cuEventElapsedTime(&ms, static_cast<CUevent>(events_[i]),
+                               static_cast<CUevent>(events_[i + 1])),
+          "cuEventElapsedTime");
+    out.push_back(ms);
+  }
+  used_ = 0;
+  return out;
+}
+
 Graph Graph::capture(Stream &stream, const std::function<void()> &body) {
   Driver &d = ready();
   Graph g;

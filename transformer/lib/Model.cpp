@@ -94,6 +94,8 @@ struct Model::Impl {
   virtual std::vector<std::vector<int32_t>>
   generate(const std::vector<std::vector<int32_t>> &prompts, const GenerateOptions &o,
            const std::function<void(int, int32_t)> &cb) = 0;
+  virtual StepProfile profile_decode(const std::vector<std::vector<int32_t>> &prompts,
+                                     int steps) = 0;
 };
 
 namespace {
@@ -137,9 +139,19 @@ template <class D> struct ModelImpl final : Model::Impl {
   }
 
   void launch(const std::string &role, Grid grid, std::initializer_list<KernelArg> args) {
-    kernels.at(role).launch(grid, std::span<const KernelArg>(args.begin(), args.size()));
-    ++launchCount;
+    launch(role, grid, std::span<const KernelArg>(args.begin(), args.size()));
   }
+  void launch(const std::string &role, Grid grid, std::span<const KernelArg> args) {
+    kernels.at(role).launch(grid, args);
+    ++launchCount;
+    if (timeline) {
+      timeline->mark();
+      timedRoles.push_back(role);
+    }
+  }
+  /// While set (profile_decode), every launch is followed by an event.
+  cuda::Timeline *timeline = nullptr;
+  std::vector<std::string> timedRoles;
 
   Buffer<H> upload(const Tensor &t) {
     Buffer<H> b(gpu, std::size_t(t.numel()));
@@ -328,8 +340,7 @@ template <class D> struct ModelImpl final : Model::Impl {
     args.push_back(arg(c));
     for (int v : {M, N, K, K, N, N})
       args.push_back(arg(v));
-    kernels.at(name).launch(Grid(ceil_div(M, bm), ceil_div(N, bn)), args);
-    ++launchCount;
+    launch(name, Grid(ceil_div(M, bm), ceil_div(N, bn)), args);
   }
 
   /// `c = layernorm(x) @ b` + the epilogue of `role` (qkv or fc_gelu). For
@@ -585,6 +596,57 @@ template <class D> struct ModelImpl final : Model::Impl {
   }
   std::string graphKey;
 
+  StepProfile profile_decode(const std::vector<std::vector<int32_t>> &prompts,
+                             int steps) override {
+    if (!gpu)
+      throw Error("gpt2: profile_decode needs the CUDA target");
+    int B = int(prompts.size()), longest = 0;
+    for (auto &p : prompts)
+      longest = std::max(longest, int(p.size()));
+    if (steps < 1 || longest + 2 * steps + 8 > Tmax)
+      throw Error("gpt2: profile_decode: the prompts plus " + std::to_string(2 * steps + 8) +
+                  " positions do not fit the context of " + std::to_string(Tmax));
+    GenerateOptions o;
+    o.max_new_tokens = 1;
+    o.stop_at_eot = false;
+    generate(prompts, o, {}); // prefill; pos[] and next[] are set
+    if (!stream)
+      stream = std::make_unique<cuda::Stream>();
+    StepProfile prof;
+    std::map<std::string, std::pair<int, double>> byRole;
+    {
+      cuda::StreamScope scope(*stream);
+      cuda::Timeline tl;
+      for (int s = 0; s < steps; ++s) {
+        timeline = &tl;
+        timedRoles.clear();
+        tl.mark();
+        decodeStep(B, o);
+        timeline = nullptr;
+        std::vector<double> ms = tl.elapsed_ms();
+        for (std::size_t i = 0; i < ms.size(); ++i) {
+          auto &[n, us] = byRole[timedRoles[i]];
+          n += s == 0;
+          us += ms[i] * 1e3 / steps;
+          prof.kernels_us += ms[i] * 1e3 / steps;
+        }
+      }
+      prof.launches = int(timedRoles.size());
+    }
+    for (auto &[role, v] : byRole)
+      prof.kernels.push_back({role, v.first, v.second});
+    std::sort(prof.kernels.begin(), prof.kernels.end(),
+              [](auto &a, auto &b) { return a.us > b.us; });
+    if (opts.cuda_graphs) {
+      graph.reset();
+      graphKey.clear();
+      cuda::Graph g = cuda::Graph::capture(*stream, [&] { decodeStep(B, o); });
+      cuda::StreamScope scope(*stream);
+      prof.graph_us = cuda::time_ms([&] { g.replay(*stream); }, steps, 3) * 1e3;
+    }
+    return prof;
+  }
+
   ModelImpl(const ModelImpl &) = delete;
 };
 
@@ -619,5 +681,8 @@ Model::generate(const std::vector<std::vector<int32_t>> &prompts, const Generate
   return impl_->generate(prompts, options, on_token);
 }
 const Explain &Model::explain() const { return impl_->info; }
+StepProfile Model::profile_decode(const std::vector<std::vector<int32_t>> &prompts, int steps) {
+  return impl_->profile_decode(prompts, steps);
+}
 
 } // namespace kiln::gpt2

@@ -60,20 +60,24 @@ func.func @test_reduce(%x: !kiln.ptr<f32>) attributes {kiln.kernel} {
 
 // -----
 
-// Broadcasting a distributed tile goes through shared memory between barriers;
-// the scratch buffer is sized for the largest user (the 2x64 f32 reduction:
-// 512 bytes of source, then 256 of results, each folded in a loop).
-// Shared memory is dynamic: an extern array, with its size in a global the
-// runtime reads at load time.
+// Broadcasting a distributed tile of data goes through shared memory between
+// barriers. A reduction along axis 0 combines in each thread, then across
+// lanes by shuffles, then through shared memory: the scratch buffer is 256
+// bytes (the 64 f32 of the broadcast source; the 64 partial sums of the one
+// warp). Shared memory is dynamic: an extern array, with its size in a
+// global the runtime reads at load time.
 // CHECK: llvm.mlir.global external @kiln_smem() {addr_space = 3 : i32, alignment = 128 : i64} : !llvm.array<0 x i8>
-// CHECK: llvm.mlir.global external constant @kiln_smem_bytes(768 : i32) {addr_space = 1 : i32, alignment = 4 : i64} : i32
+// CHECK: llvm.mlir.global external constant @kiln_smem_bytes(256 : i32) {addr_space = 1 : i32, alignment = 4 : i64} : i32
 // CHECK-LABEL: gpu.func @test_broadcast
 // CHECK: llvm.store %{{.*}}, %{{.*}} {alignment = 8 : i64} : vector<2xf32>, !llvm.ptr<3>
 // CHECK: gpu.barrier
 // CHECK: llvm.load %{{.*}} : !llvm.ptr<3> -> f32
 // CHECK: gpu.barrier
-// CHECK: scf.for %{{.*}} = %c1_i32{{.*}} to %c2_i32{{.*}} step %c1_i32{{.*}} iter_args
 // CHECK: arith.addf
+// CHECK: gpu.shuffle xor %{{.*}}, %c16_i32
+// CHECK: scf.if
+// CHECK: gpu.barrier
+// CHECK-NOT: scf.for
 // CHECK: gpu.barrier
 func.func @test_broadcast(%x: !kiln.ptr<f32>) attributes {kiln.kernel} {
   %r = kiln.make_range 0 to 64 : tensor<64xi32>
@@ -84,6 +88,42 @@ func.func @test_broadcast(%x: !kiln.ptr<f32>) attributes {kiln.kernel} {
   %b = kiln.broadcast %c : tensor<1x64xf32> -> tensor<2x64xf32>
   %s = kiln.reduce sum %b axis 0 : tensor<2x64xf32> -> tensor<64xf32>
   kiln.store %p, %s : tensor<64x!kiln.ptr<f32>>
+  return
+}
+
+// -----
+
+// Index arithmetic is recomputed where it is broadcast (no shared memory),
+// and a row sum along the last axis is a warp shuffle (8 lanes per row of
+// 64 f32 in groups of 8), written once per row to shared memory.
+// CHECK-LABEL: gpu.func @test_row_sum
+// CHECK-NOT: gpu.barrier
+// CHECK: llvm.load %{{.*}} : !llvm.ptr<1> -> vector<4xf32>
+// CHECK-NOT: gpu.barrier
+// CHECK-NOT: %c8_i32{{.*}}%c32_i32
+// CHECK: gpu.shuffle xor %{{.*}}, %c4_i32
+// CHECK: gpu.shuffle xor %{{.*}}, %c2_i32
+// CHECK: gpu.shuffle xor %{{.*}}, %c1_i32
+// CHECK: gpu.barrier
+// CHECK-NOT: scf.for
+// CHECK: gpu.barrier
+func.func @test_row_sum(%x: !kiln.ptr<f32>, %y: !kiln.ptr<f32>) attributes {kiln.kernel} {
+  %r = kiln.make_range 0 to 8 : tensor<8xi32>
+  %c = kiln.make_range 0 to 64 : tensor<64xi32>
+  %c64 = arith.constant dense<64> : tensor<8x1xi32>
+  %re = kiln.expand_dims %r {axis = 1 : i32} : tensor<8xi32> -> tensor<8x1xi32>
+  %rm = arith.muli %re, %c64 : tensor<8x1xi32>
+  %rb = kiln.broadcast %rm : tensor<8x1xi32> -> tensor<8x64xi32>
+  %ce = kiln.expand_dims %c {axis = 0 : i32} : tensor<64xi32> -> tensor<1x64xi32>
+  %cb = kiln.broadcast %ce : tensor<1x64xi32> -> tensor<8x64xi32>
+  %off = arith.addi %rb, %cb : tensor<8x64xi32>
+  %xs = kiln.splat %x : tensor<8x64x!kiln.ptr<f32>>
+  %p = kiln.addptr %xs, %off : tensor<8x64x!kiln.ptr<f32>>, tensor<8x64xi32>
+  %v = kiln.load %p : tensor<8x64x!kiln.ptr<f32>>
+  %s = kiln.reduce sum %v axis 1 : tensor<8x64xf32> -> tensor<8xf32>
+  %ys = kiln.splat %y : tensor<8x!kiln.ptr<f32>>
+  %q = kiln.addptr %ys, %r : tensor<8x!kiln.ptr<f32>>, tensor<8xi32>
+  kiln.store %q, %s : tensor<8x!kiln.ptr<f32>>
   return
 }
 

@@ -102,6 +102,25 @@ private:
   int launches_ = 0;
 };
 
+/// Events recorded one after another on the current stream: `elapsed_ms()`
+/// gives the time between consecutive marks (a profile of the launches made
+/// between them, without the cost of synchronising after each).
+class Timeline {
+public:
+  Timeline() = default;
+  ~Timeline();
+  Timeline(const Timeline &) = delete;
+  Timeline &operator=(const Timeline &) = delete;
+  void mark();
+  /// Waits for the last mark; element i is the time from mark i to mark i+1.
+  /// Marks are then cleared (their events are reused).
+  std::vector<double> elapsed_ms();
+
+private:
+  std::vector<void *> events_;
+  std::size_t used_ = 0;
+};
+
 /// Times `fn` (which launches work) with CUDA events: median milliseconds of
 /// `reps` runs. With `flush_l2`, a 256 MiB buffer is overwritten before every
 /// run (outside the timed region) so that no run finds its data in L2.

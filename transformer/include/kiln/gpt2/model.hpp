@@ -61,6 +61,19 @@ struct Explain {
   double compile_seconds = 0;
 };
 
+/// Where the time of one decode step goes (Model::profile_decode).
+struct StepProfile {
+  struct Kernel {
+    std::string role;
+    int launches;     ///< per step
+    double us;        ///< per step, all launches of this role together
+  };
+  std::vector<Kernel> kernels; ///< slowest first
+  double kernels_us = 0;       ///< sum over kernels, each launched on its own
+  double graph_us = 0;         ///< one replay of the captured step (0 without graphs)
+  int launches = 0;
+};
+
 class Model {
 public:
   Model(const Weights &weights, const Target &target, Precision precision,
@@ -80,6 +93,11 @@ public:
            const std::function<void(int, int32_t)> &on_token = {});
 
   const Explain &explain() const;
+
+  /// Prefills `prompts` and times `steps` greedy decode steps kernel by
+  /// kernel (CUDA events around every launch), then replays of the step's
+  /// CUDA graph. GPU only.
+  StepProfile profile_decode(const std::vector<std::vector<int32_t>> &prompts, int steps = 20);
 
   struct Impl; ///< per-precision implementation (Model.cpp)
 
