@@ -9,6 +9,7 @@
 
 #include "../support/check.hpp"
 #include "kiln/ops/decoder.hpp"
+#include "kiln/ops/gemv.hpp"
 #include "kiln/ops/layernorm.hpp"
 #include "kiln/ops/matmul.hpp"
 #include "kiln/ops/reference.hpp"
@@ -334,4 +335,94 @@ TEST_CASE_TEMPLATE("split-K matmul of layernorm(a) matches layernorm then matmul
   }
   double tol = std::is_same_v<T, half> ? 2e-2 : 1e-4;
   check(dc.fetch(), ref::matmul(normed, b, M, N, K), tol, tol);
+}
+
+namespace {
+/// b (K, N) as the (N, K) layout the decode kernels read.
+template <class T> std::vector<T> transposed(const std::vector<T> &b, int K, int N) {
+  std::vector<T> t(b.size());
+  for (int k = 0; k < K; ++k)
+    for (int n = 0; n < N; ++n)
+      t[std::size_t(n) * K + k] = b[std::size_t(k) * N + n];
+  return t;
+}
+} // namespace
+
+TEST_CASE_TEMPLATE("decode linear: layernorm, product, bias and gelu in one kernel", T, float, half) {
+  using D = std::conditional_t<std::is_same_v<T, float>, f32, f16>;
+  // K = 200 is not a whole number of 64-chunks, N = 70 not of 8-column
+  // blocks, and M = 3 of BM = 4 rows: row 3 must stay untouched.
+  constexpr int K = 200;
+  auto k = compile<ops::DecodeLinear<D, 4, 8, K, 64, true, ops::DecodeEpilogue::BiasGelu>>(kCpu);
+  const int M = 3, N = 70;
+  auto x = test::random_vector<T>(std::size_t(4) * K, 21, -2, 3);
+  auto g = test::random_vector<T>(K, 22), beta = test::random_vector<T>(K, 23);
+  auto b = test::random_vector<T>(std::size_t(K) * N, 24);
+  auto bias = test::random_vector<T>(N, 25);
+  auto wt = transposed(b, K, N);
+  std::vector<T> out(std::size_t(4) * N, T(7.f));
+  Mem dx(x), dg(g), dbeta(beta), dwt(wt), dbias(bias), dout(out);
+  k.launch(Grid(ceil_div(N, 8)), dx(), dg(), dbeta(), dwt(), dbias(), dout(), dout(), M, N, 1e-5f);
+  auto normed = ref::layernorm(x, g, beta, M, K, 1e-5);
+  std::vector<float> nf(normed.begin(), normed.end());
+  std::vector<float> bf(b.begin(), b.end()), biasf(bias.begin(), bias.end());
+  auto want = ref::matmul(nf, bf, M, N, K, &biasf);
+  want.resize(std::size_t(4) * N, 7.0);
+  double tol = std::is_same_v<T, half> ? 2e-2 : 1e-4;
+  check(dout.fetch(), want, tol, tol);
+}
+
+TEST_CASE_TEMPLATE("decode linear: product, bias and residual in place", T, float, half) {
+  using D = std::conditional_t<std::is_same_v<T, float>, f32, f16>;
+  constexpr int K = 256;
+  auto k = compile<ops::DecodeLinear<D, 2, 4, K, 128, false, ops::DecodeEpilogue::BiasResidual>>(kCpu);
+  const int M = 2, N = 36;
+  auto a = test::random_vector<T>(std::size_t(M) * K, 31);
+  auto b = test::random_vector<T>(std::size_t(K) * N, 32);
+  auto bias = test::random_vector<T>(N, 33), res = test::random_vector<T>(std::size_t(M) * N, 34);
+  auto wt = transposed(b, K, N);
+  std::vector<T> io = res;
+  Mem da(a), dwt(wt), dbias(bias), dio(io);
+  k.launch(Grid(ceil_div(N, 4)), da(), da(), da(), dwt(), dbias(), dio(), dio(), M, N, 0.0f);
+  auto want = ref::matmul(a, b, M, N, K);
+  for (int m = 0; m < M; ++m)
+    for (int n = 0; n < N; ++n)
+      want[std::size_t(m) * N + n] +=
+          double(float(bias[std::size_t(n)])) + double(float(res[std::size_t(m) * N + n]));
+  double tol = std::is_same_v<T, half> ? 2e-2 : 1e-4;
+  check(dio.fetch(), want, tol, tol);
+}
+
+TEST_CASE("decode QKV: layernorm, product and bias, with k and v written to the caches") {
+  constexpr int K = 64;
+  auto k = compile<ops::DecodeQkv<f32, 2, 8, K, 64>>(kCpu);
+  const int M = 2, C = 24, N = 3 * C, Tmax = 5;
+  auto x = test::random_vector<float>(std::size_t(M) * K, 41);
+  auto g = test::random_vector<float>(K, 42), beta = test::random_vector<float>(K, 43);
+  auto b = test::random_vector<float>(std::size_t(K) * N, 44);
+  auto bias = test::random_vector<float>(N, 45);
+  auto wt = transposed(b, K, N);
+  std::vector<float> qkv(std::size_t(M) * N, 0.f), kc(std::size_t(M) * Tmax * C, -1.f),
+      vc(kc.size(), -1.f);
+  std::vector<int32_t> pos{3, 1};
+  Mem dx(x), dg(g), dbeta(beta), dwt(wt), dbias(bias), dqkv(qkv), dkc(kc), dvc(vc);
+  Mem dpos(pos);
+  k.launch(Grid(ceil_div(N, 8)), dx(), dg(), dbeta(), dwt(), dbias(), dqkv(), dpos(), dkc(), dvc(),
+           M, N, Tmax, 1e-5f);
+  auto normed = ref::layernorm(x, g, beta, M, K, 1e-5);
+  std::vector<float> nf(normed.begin(), normed.end());
+  auto want = ref::matmul(nf, b, M, N, K);
+  for (int m = 0; m < M; ++m)
+    for (int n = 0; n < N; ++n)
+      want[std::size_t(m) * N + n] += bias[std::size_t(n)];
+  check(dqkv.fetch(), want, 1e-4, 1e-4);
+  std::vector<double> wk(kc.size(), -1.0), wv(vc.size(), -1.0);
+  for (int m = 0; m < M; ++m)
+    for (int c = 0; c < C; ++c) {
+      std::size_t at = (std::size_t(m) * Tmax + std::size_t(pos[std::size_t(m)])) * C + c;
+      wk[at] = want[std::size_t(m) * N + C + c];
+      wv[at] = want[std::size_t(m) * N + 2 * C + c];
+    }
+  check(dkc.fetch(), wk, 1e-4, 1e-4);
+  check(dvc.fetch(), wv, 1e-4, 1e-4);
 }

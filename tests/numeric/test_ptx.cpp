@@ -4,6 +4,7 @@
 
 #include "kiln/ops/attention.hpp"
 #include "kiln/ops/decoder.hpp"
+#include "kiln/ops/gemv.hpp"
 #include "kiln/ops/layernorm.hpp"
 #include "kiln/ops/matmul.hpp"
 #include "kiln/ops/softmax.hpp"
@@ -37,8 +38,8 @@ std::string check_kernel(const char *must_contain = nullptr, CompileOptions opti
     const std::string &ptx = k.ir(Stage::Ptx);
     CAPTURE(arch);
     CAPTURE(k.name());
-    MESSAGE(k.name() << " for " << arch << ": " << k.compile_seconds() * 1e3 << " ms"
-                     << (k.from_cache() ? " (cache hit)" : ""));
+    MESSAGE(k.name() << " for " << std::string(arch) << ": " << k.compile_seconds() * 1e3 << " ms"
+                     << std::string(k.from_cache() ? " (cache hit)" : ""));
     CHECK(ptx.find(".entry " + k.name()) != std::string::npos);
     CHECK(ptx.find(std::string(".target ") + arch) != std::string::npos);
     CHECK(ptxas(ptx, arch, k.name()) == 0);
@@ -104,6 +105,16 @@ TEST_CASE("GPT-2 kernels") {
   // Row argmax: (value, index) pairs through warp shuffles.
   check_kernel<ops::ArgmaxRows<f16, 1024>>("shfl.sync.bfly");
   check_kernel<ops::SampleRows<f16, 1024>>("shfl.sync.bfly");
+}
+
+TEST_CASE("decode linear layers stream their weights with 16-byte loads") {
+  using ops::DecodeEpilogue;
+  // GPT-2 124M shapes: batch 1 and up to 8 rows; the final layernorm and
+  // the tied head in one kernel.
+  check_kernel<ops::DecodeQkv<f16, 1, 8, 768, 256>>("ld.global.v4");
+  check_kernel<ops::DecodeLinear<f16, 1, 8, 768, 256, true, DecodeEpilogue::BiasGelu>>("ld.global.v4");
+  check_kernel<ops::DecodeLinear<f16, 1, 4, 3072, 256, false, DecodeEpilogue::BiasResidual>>("ld.global.v4");
+  check_kernel<ops::DecodeLinear<bf16, 8, 4, 768, 256, true, DecodeEpilogue::None>>("ld.global.v4");
 }
 
 TEST_CASE("unknown architectures are rejected") {

@@ -6,6 +6,7 @@
 #include "kiln/kiln.hpp"
 #include "kiln/ops/attention.hpp"
 #include "kiln/ops/decoder.hpp"
+#include "kiln/ops/gemv.hpp"
 #include "kiln/ops/layernorm.hpp"
 #include "kiln/ops/matmul.hpp"
 #include "kiln/runtime/cuda.hpp"
@@ -107,6 +108,8 @@ template <class D> struct ModelImpl final : Model::Impl {
   struct Layer {
     Buffer<H> ln1w, ln1b, attnW, attnB, projW, projB, ln2w, ln2b, fcW, fcB, mlpW, mlpB;
     Buffer<H> kc, vc;
+    /// The weights again as [N, K], for the decode-step kernels.
+    Buffer<H> attnWt, projWt, fcWt, mlpWt;
   };
   Buffer<H> wte, wteT, wpe, lnfw, lnfb;
   std::vector<Layer> layers;
@@ -152,6 +155,23 @@ template <class D> struct ModelImpl final : Model::Impl {
   /// While set (profile_decode), every launch is followed by an event.
   cuda::Timeline *timeline = nullptr;
   std::vector<std::string> timedRoles;
+
+  /// `t` ([K, N]) uploaded as [N, K].
+  Buffer<H> uploadTransposed(const Tensor &t) {
+    int K = t.shape.at(0), N = t.shape.at(1);
+    Tensor tt;
+    tt.shape = {N, K};
+    tt.data.resize(t.data.size());
+    parallelFor(
+        N,
+        [&](int64_t begin, int64_t end) {
+          for (int64_t n = begin; n < end; ++n)
+            for (int k = 0; k < K; ++k)
+              tt.data[std::size_t(n) * K + k] = t.data[std::size_t(k) * N + std::size_t(n)];
+        },
+        1);
+    return upload(tt);
+  }
 
   Buffer<H> upload(const Tensor &t) {
     Buffer<H> b(gpu, std::size_t(t.numel()));
@@ -199,6 +219,12 @@ template <class D> struct ModelImpl final : Model::Impl {
               upload(lw.mlp_proj_b),
               Buffer<H>(gpu, std::size_t(B) * Tmax * C),
               Buffer<H>(gpu, std::size_t(B) * Tmax * C)};
+      if (decodeWidth(C)) {
+        l.attnWt = uploadTransposed(lw.c_attn_w);
+        l.projWt = uploadTransposed(lw.c_proj_w);
+        l.fcWt = uploadTransposed(lw.c_fc_w);
+        l.mlpWt = uploadTransposed(lw.mlp_proj_w);
+      }
       layers.push_back(std::move(l));
     }
     // A packed prefill holds up to B prompts of up to Tmax tokens.
@@ -230,8 +256,57 @@ template <class D> struct ModelImpl final : Model::Impl {
     compileKernels();
   }
 
+  /// Embedding widths with decode-step kernels (their K is a compile-time
+  /// constant): GPT-2's, and 64 for small test models. Other widths decode
+  /// with the prefill kernels.
+  static bool decodeWidth(int C) {
+    return C == 64 || C == 768 || C == 1024 || C == 1280 || C == 1600;
+  }
+  static constexpr int kDecodeRows = 8; ///< decode kernels for 1 row and for up to 8
+  /// Output columns per program of the decode kernels, by role and rows.
+  static int decodeColumns(const std::string &role, int bm) {
+    if (bm > 1 || role == "decode_proj" || role == "decode_mlp")
+      return 4;
+    return role == "decode_head" ? 16 : 8;
+  }
+  bool fastDecode(int rows) const { return rows <= kDecodeRows && decodeWidth(cfg.n_embd); }
+
+  template <int E> void addDecodeKernels() {
+    using ops::DecodeEpilogue;
+    constexpr int KC = 256;
+    auto rows = [&]<int BM, int BN, int BH>() {
+      std::string s = std::to_string(BM);
+      add<ops::DecodeQkv<D, BM, BN, E, KC>>("decode_qkv" + s);
+      add<ops::DecodeLinear<D, BM, 4, E, KC, false, DecodeEpilogue::BiasResidual>>("decode_proj" + s);
+      add<ops::DecodeLinear<D, BM, BN, E, KC, true, DecodeEpilogue::BiasGelu>>("decode_fc" + s);
+      add<ops::DecodeLinear<D, BM, 4, 4 * E, KC, false, DecodeEpilogue::BiasResidual>>("decode_mlp" + s);
+      add<ops::DecodeLinear<D, BM, BH, E, KC, true, DecodeEpilogue::None>>("decode_head" + s);
+    };
+    rows.template operator()<1, 8, 16>();
+    rows.template operator()<kDecodeRows, 4, 4>();
+  }
+
   void compileKernels() {
     int C = cfg.n_embd, hd = cfg.head_dim();
+    switch (C) {
+    case 64:
+      addDecodeKernels<64>();
+      break;
+    case 768:
+      addDecodeKernels<768>();
+      break;
+    case 1024:
+      addDecodeKernels<1024>();
+      break;
+    case 1280:
+      addDecodeKernels<1280>();
+      break;
+    case 1600:
+      addDecodeKernels<1600>();
+      break;
+    default:
+      break;
+    }
     if (C > 2048)
       throw Error("gpt2: n_embd " + std::to_string(C) +
                   " is wider than the layernorm kernel (2048)");
@@ -396,6 +471,8 @@ template <class D> struct ModelImpl final : Model::Impl {
   void blocks(int rows, bool prefill, int seqs = 0, int longest = 0) {
     int C = cfg.n_embd, H = cfg.n_head;
     float scale = 1.0f / std::sqrt(float(cfg.head_dim()));
+    if (!prefill && fastDecode(rows))
+      return decodeBlocks(rows);
     for (Layer &l : layers) {
       bool cached = normedMatmul("qkv", rows, 3 * C, l.ln1w, l.ln1b, l.attnW.data(), l.attnB.data(),
                                  qkv.data(), prefill ? nullptr : &l);
@@ -411,20 +488,54 @@ template <class D> struct ModelImpl final : Model::Impl {
           launch("kv_write", Grid(rows),
                  {arg(qkv.data()), arg(iota.data()), arg(pos.data()), arg(l.kc.data()),
                   arg(l.vc.data()), arg(C), arg(Tmax)});
-        // Split over the cache: a fixed grid of (sequence, head, chunk)
-        // programs, so the same graph serves every position.
-        int splits = int(ceil_div(Tmax, kChunk));
-        launch("attention_decode", Grid(rows, H, splits),
-               {arg(qkv.data()), arg(l.kc.data()), arg(l.vc.data()), arg(attParts.data()),
-                arg(pos.data()), arg(C), arg(Tmax), arg(scale)});
-        launch("attention_combine", Grid(rows, H),
-               {arg(attParts.data()), arg(att.data()), arg(C), arg(splits)});
+        decodeAttention(l, rows);
       }
       matmul("proj_residual", rows, C, C, att.data(), l.projW.data(), l.projB.data(), x.data(),
              x.data());
       normedMatmul("fc_gelu", rows, 4 * C, l.ln2w, l.ln2b, l.fcW.data(), l.fcB.data(), fc.data());
       matmul("proj_residual", rows, C, 4 * C, fc.data(), l.mlpW.data(), l.mlpB.data(), x.data(),
              x.data());
+    }
+  }
+
+  /// Decode attention over the whole cache: a fixed grid of (sequence,
+  /// head, chunk) programs, so the same graph serves every position.
+  void decodeAttention(Layer &l, int rows) {
+    int C = cfg.n_embd, splits = int(ceil_div(Tmax, kChunk));
+    float scale = 1.0f / std::sqrt(float(cfg.head_dim()));
+    launch("attention_decode", Grid(rows, cfg.n_head, splits),
+           {arg(qkv.data()), arg(l.kc.data()), arg(l.vc.data()), arg(attParts.data()),
+            arg(pos.data()), arg(C), arg(Tmax), arg(scale)});
+    launch("attention_combine", Grid(rows, cfg.n_head),
+           {arg(attParts.data()), arg(att.data()), arg(C), arg(splits)});
+  }
+
+  /// A decode step's blocks with the decode kernels: five launches per
+  /// layer (layernorm + QKV + cache write; attention in two; projection +
+  /// residual; layernorm + fc + gelu; projection + residual).
+  void decodeBlocks(int rows) {
+    int C = cfg.n_embd;
+    int bm = rows == 1 ? 1 : kDecodeRows;
+    std::string s = std::to_string(bm);
+    auto grid = [&](const std::string &role, int N) {
+      return Grid(ceil_div(N, decodeColumns(role, bm)));
+    };
+    const float eps = 1e-5f;
+    for (Layer &l : layers) {
+      launch("decode_qkv" + s, grid("decode_qkv", 3 * C),
+             {arg(x.data()), arg(l.ln1w.data()), arg(l.ln1b.data()), arg(l.attnWt.data()),
+              arg(l.attnB.data()), arg(qkv.data()), arg(pos.data()), arg(l.kc.data()),
+              arg(l.vc.data()), arg(rows), arg(3 * C), arg(Tmax), arg(eps)});
+      decodeAttention(l, rows);
+      launch("decode_proj" + s, grid("decode_proj", C),
+             {arg(att.data()), arg(att.data()), arg(att.data()), arg(l.projWt.data()),
+              arg(l.projB.data()), arg(x.data()), arg(x.data()), arg(rows), arg(C), arg(eps)});
+      launch("decode_fc" + s, grid("decode_fc", 4 * C),
+             {arg(x.data()), arg(l.ln2w.data()), arg(l.ln2b.data()), arg(l.fcWt.data()),
+              arg(l.fcB.data()), arg(fc.data()), arg(fc.data()), arg(rows), arg(4 * C), arg(eps)});
+      launch("decode_mlp" + s, grid("decode_mlp", C),
+             {arg(fc.data()), arg(fc.data()), arg(fc.data()), arg(l.mlpWt.data()),
+              arg(l.mlpB.data()), arg(x.data()), arg(x.data()), arg(rows), arg(C), arg(eps)});
     }
   }
 
@@ -516,8 +627,15 @@ template <class D> struct ModelImpl final : Model::Impl {
            {arg(next.data()), arg(pos.data()), arg(wte.data()), arg(wpe.data()), arg(x.data()),
             arg(C)});
     blocks(B, /*prefill=*/false, 0);
-    layernorm(x, lnfw, lnfb, h, B);
-    matmul("lm_head", B, V, C, h.data(), wteT.data(), nullptr, nullptr, logitsBuf.data());
+    if (fastDecode(B)) { // the final layernorm and the tied head, on wte itself ([V, C])
+      int bm = B == 1 ? 1 : kDecodeRows;
+      launch("decode_head" + std::to_string(bm), Grid(ceil_div(V, decodeColumns("decode_head", bm))),
+             {arg(x.data()), arg(lnfw.data()), arg(lnfb.data()), arg(wte.data()), arg(wte.data()),
+              arg(logitsBuf.data()), arg(logitsBuf.data()), arg(B), arg(V), arg(1e-5f)});
+    } else {
+      layernorm(x, lnfw, lnfb, h, B);
+      matmul("lm_head", B, V, C, h.data(), wteT.data(), nullptr, nullptr, logitsBuf.data());
+    }
     choose(logitsBuf.data(), next.data(), pos.data(), B, 1, o);
     info.launches_per_decode_step = launchCount;
   }

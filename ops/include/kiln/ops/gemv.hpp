@@ -1,0 +1,151 @@
+//===- gemv.hpp - linear layers of a decode step (a few rows) --------------===//
+//
+// A decode step multiplies one to a few activation rows by each weight
+// matrix: it is bound by reading the weights once, and by latency. These
+// kernels take the weight transposed ([N, K], a row per output column), so
+// a program streams whole rows of it with 16-byte loads, and each program
+// covers the whole of K: no split-K, no partial sums in memory, no second
+// launch. K is a compile-time constant and the K loop is unrolled while
+// tracing, so every weight load of a program is independent of the others
+// and all of them can be in flight at once.
+//
+//   out[m, n] = epilogue(sum_k in(m, k) * wt[n, k]),  m < M <= BM
+//
+// where in(m, k) is x[m, k], or layernorm(x[m]) (weights lnw, lnb) with LN.
+// Grid: (cdiv(N, BN)).
+//
+//===----------------------------------------------------------------------===//
+#pragma once
+
+#include "kiln/kiln.hpp"
+#include "kiln/ops/elementwise.hpp"
+
+#include <optional>
+#include <vector>
+
+namespace kiln::ops {
+
+namespace detail {
+
+/// The BM rows of (BN) f32 results of program_id(0)'s columns `rn`.
+template <class T, int BM, int BN, int K, int KC, bool LN>
+std::vector<Tile<f32, BN>> decode_rows(Ptr<T> x, Ptr<T> lnw, Ptr<T> lnb, Ptr<T> wt, I32 M,
+                                          I32 N, F32 eps, Tile<i32, BN> rn) {
+  static_assert(BM >= 1 && KC % 8 == 0, "decode_rows: BM >= 1 and chunks of whole 16-byte groups");
+  constexpr int chunks = (K + KC - 1) / KC;
+  constexpr bool ragged = K % KC != 0;
+  auto ck = arange<KC>();
+  // Rows past M read nothing: their valid K range is empty.
+  std::vector<I32> kmax;
+  for (int m = 0; m < BM; ++m)
+    kmax.push_back(minimum(I32(K), (M - m) * K));
+  // Layernorm statistics, two sweeps of each row (in L1 after the first).
+  std::vector<F32> mean, rstd;
+  if constexpr (LN) {
+    for (int m = 0; m < BM; ++m) {
+      auto row = [&](int c) {
+        auto k = c * KC + ck;
+        return cast<f32>(load(x + m * K + k, k < kmax[m], 0));
+      };
+      auto s = row(0);
+      for (int c = 1; c < chunks; ++c)
+        s = s + row(c);
+      mean.push_back(sum(s) / float(K));
+      auto sq = zeros<f32, KC>();
+      for (int c = 0; c < chunks; ++c) {
+        auto d = where(c * KC + ck < K, row(c) - mean[m], 0.0f);
+        sq = sq + d * d;
+      }
+      rstd.push_back(rsqrt(sum(sq) / float(K) + eps));
+    }
+  }
+  auto wrow = expand_dims<1>(rn) * K;      // (BN, 1)
+  auto nmask = expand_dims<1>(rn < N);     // (BN, 1)
+  std::vector<Tile<f32, BN, KC>> acc(BM, zeros<f32, BN, KC>());
+  for (int c = 0; c < chunks; ++c) {
+    auto kk = broadcast_to<BN, KC>(expand_dims<0>(c * KC + ck)); // (BN, KC): k of each element
+    auto wmask = ragged ? nmask & (kk < K) : broadcast_to<BN, KC>(nmask);
+    auto w = cast<f32>(load(wt + wrow + kk, wmask, 0));
+    // Every program reads the same few activations: each thread loads its
+    // own elements (L1 hits after the first warp), so nothing is exchanged
+    // through shared memory.
+    std::optional<Tile<f32, BN, KC>> g, beta;
+    if constexpr (LN) {
+      g = cast<f32>(load(lnw + kk, kk < K, 0));
+      beta = cast<f32>(load(lnb + kk, kk < K, 0));
+    }
+    for (int m = 0; m < BM; ++m) {
+      auto a = cast<f32>(load(x + m * K + kk, kk < kmax[m], 0));
+      if constexpr (LN)
+        a = (a - mean[m]) * rstd[m] * *g + *beta;
+      acc[m] = acc[m] + w * a;
+    }
+  }
+  std::vector<Tile<f32, BN>> out;
+  for (int m = 0; m < BM; ++m)
+    out.push_back(sum<1>(acc[m]));
+  return out;
+}
+
+/// Columns `rn` of row m, valid when m < M and n < N.
+template <int BN> Tile<i1, BN> row_mask(Tile<i32, BN> rn, I32 M, I32 N, int m) {
+  return rn < minimum(N, (M - m) * N);
+}
+
+} // namespace detail
+
+enum class DecodeEpilogue { None, Bias, BiasGelu, BiasResidual };
+
+/// `out = in @ wt^T` (+ bias, then gelu; or + bias + res, where `res` may be
+/// `out`: each program reads its residual columns before any of its stores,
+/// and only this program touches those columns).
+template <class T, int BM_, int BN_, int K_, int KC_, bool LN_, DecodeEpilogue E_>
+struct DecodeLinear {
+  static constexpr int BM = BM_, BN = BN_, K = K_, KC = KC_;
+  void operator()(Ptr<T> x, Ptr<T> lnw, Ptr<T> lnb, Ptr<T> wt, Ptr<T> bias, Ptr<T> res,
+                  Ptr<T> out, I32 M, I32 N, F32 eps) const {
+    auto rn = program_id(0) * BN + arange<BN>();
+    std::vector<Tile<f32, BN>> r;
+    if constexpr (E_ == DecodeEpilogue::BiasResidual)
+      for (int m = 0; m < BM; ++m)
+        r.push_back(cast<f32>(load(res + m * N + rn, detail::row_mask(rn, M, N, m), 0)));
+    auto acc = detail::decode_rows<T, BM, BN, K, KC, LN_>(x, lnw, lnb, wt, M, N, eps, rn);
+    std::optional<Tile<f32, BN>> bv;
+    if constexpr (E_ != DecodeEpilogue::None)
+      bv = cast<f32>(load(bias + rn, rn < N, 0));
+    for (int m = 0; m < BM; ++m) {
+      auto v = acc[m];
+      if constexpr (E_ != DecodeEpilogue::None)
+        v = v + *bv;
+      if constexpr (E_ == DecodeEpilogue::BiasGelu)
+        v = gelu_tanh(v);
+      if constexpr (E_ == DecodeEpilogue::BiasResidual)
+        v = v + r[m];
+      store(out + m * N + rn, cast<T>(v), detail::row_mask(rn, M, N, m));
+    }
+  }
+};
+
+/// The QKV projection of a decode step: `qkv = layernorm(x) @ wt^T + bias`,
+/// whose k and v parts (N = 3C) also go into the caches at row
+/// m * Tmax + pos[m]: no cache-write launch.
+template <class T, int BM_, int BN_, int K_, int KC_> struct DecodeQkv {
+  static constexpr int BM = BM_, BN = BN_, K = K_, KC = KC_;
+  void operator()(Ptr<T> x, Ptr<T> lnw, Ptr<T> lnb, Ptr<T> wt, Ptr<T> bias, Ptr<T> qkv,
+                  Ptr<i32> pos, Ptr<T> kc, Ptr<T> vc, I32 M, I32 N, I32 Tmax, F32 eps) const {
+    auto rn = program_id(0) * BN + arange<BN>();
+    auto acc = detail::decode_rows<T, BM, BN, K, KC, true>(x, lnw, lnb, wt, M, N, eps, rn);
+    auto bv = cast<f32>(load(bias + rn, rn < N, 0));
+    auto C = N / 3;
+    for (int m = 0; m < BM; ++m) {
+      auto mask = detail::row_mask(rn, M, N, m);
+      auto v = cast<T>(acc[m] + bv);
+      store(qkv + m * N + rn, v, mask);
+      auto dst = (m * Tmax + load(pos + minimum(I32(m), M - 1))) * C;
+      store(kc + (dst + rn - C), v, mask & (rn >= C) & (rn < 2 * C));
+      store(vc + (dst + rn - 2 * C), v, mask & (rn >= 2 * C));
+    }
+  }
+};
+
+} // namespace kiln::ops
