@@ -519,6 +519,9 @@ private:
   Value combine(kiln::ReduceKind kind, Value x, Value y) { return kiln::emitCombine(b, loc, kind, x, y); }
 
   LogicalResult emitReduce(kiln::ReduceOp red);
+  /// A global load of `type` (up to 16 bytes) that only runs where `pred`
+  /// holds (0 elsewhere): one predicated PTX instruction, no branch.
+  Value predicatedLoad(Type type, Value addr, Value pred);
   /// Whether `v` is index arithmetic that can be recomputed per element
   /// (rematerialize: `v` at multi-index `idx` of its shape).
   bool canRematerialize(Value v, int depth);

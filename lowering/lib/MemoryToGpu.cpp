@@ -35,12 +35,73 @@ Value Emitter::vectorizable(Value addr, int64_t bytes, ArrayRef<Value> masks) {
   return fast;
 }
 
+Value Emitter::predicatedLoad(Type type, Value addr, Value pred) {
+  // The destination is zeroed first, so a load that does not run leaves 0.
+  auto vec = dyn_cast<VectorType>(type);
+  int64_t bytes = vec ? vec.getNumElements() * byteSize(vec.getElementType()) : byteSize(type);
+  int64_t words = bytes / 4;
+  const char *reg = bytes == 2 ? "h" : bytes == 8 ? "l" : "r";
+  std::string text, constraints;
+  int64_t outs = bytes <= 8 ? 1 : words;
+  for (int64_t i = 0; i < outs; ++i) {
+    text += "mov.b" + std::to_string(outs > 1 ? 32 : bytes * 8) + " $" + std::to_string(i) + ", 0;\n\t";
+    constraints += std::string(i ? "," : "") + "=" + (outs > 1 ? "r" : reg);
+  }
+  text += "@$" + std::to_string(outs + 1) + " ld.global";
+  if (outs > 1) {
+    text += ".v" + std::to_string(outs) + ".b32 {";
+    for (int64_t i = 0; i < outs; ++i)
+      text += (i ? ", $" : "$") + std::to_string(i);
+    text += "}";
+  } else {
+    text += ".b" + std::to_string(bytes * 8) + " $0";
+  }
+  text += ", [$" + std::to_string(outs) + "];";
+  constraints += ",l,b";
+  Type i32Type = b.getI32Type();
+  Type word = outs > 1 ? i32Type : Type(b.getIntegerType(unsigned(bytes * 8)));
+  Type result = outs > 1 ? Type(LLVM::LLVMStructType::getLiteral(b.getContext(), SmallVector<Type>(outs, i32Type)))
+                         : word;
+  auto asmOp = LLVM::InlineAsmOp::create(b, loc, result, ValueRange{addr, pred}, text, constraints,
+                                         /*has_side_effects=*/true, /*is_align_stack=*/false,
+                                         LLVM::tailcallkind::TailCallKind::None, LLVM::AsmDialectAttr(),
+                                         ArrayAttr());
+  Value v = asmOp.getResult(0);
+  if (outs > 1) {
+    SmallVector<Value> parts;
+    for (int64_t i = 0; i < outs; ++i)
+      parts.push_back(LLVM::ExtractValueOp::create(b, loc, v, ArrayRef<int64_t>{i}));
+    v = pack(parts);
+  }
+  return v.getType() == type ? v : Value(LLVM::BitcastOp::create(b, loc, type, v));
+}
+
 SmallVector<Value> Emitter::loadGroup(Type elemType, ArrayRef<Value> addrs, ArrayRef<Value> masks,
                              ArrayRef<Value> fills) {
   int64_t width = addrs.size();
   auto vecType = VectorType::get({width}, elemType);
   int64_t bytes = width * byteSize(elemType);
   Value fast = vectorizable(addrs[0], bytes, masks);
+  if (bytes % 4 == 0 && bytes <= 16 && byteSize(elemType) >= 2 && !isa<kiln::PtrType>(elemType)) {
+    // Branch-free: a predicated vector load, and predicated element loads
+    // for a group that cannot use it (misaligned or partly masked), so the
+    // loads of consecutive groups are all in flight together.
+    Value v = predicatedLoad(vecType, addrs[0], fast);
+    Value slow = arith::XOrIOp::create(b, loc, fast, arith::ConstantOp::create(b, loc, b.getBoolAttr(true)));
+    Type bits = b.getIntegerType(unsigned(byteSize(elemType) * 8));
+    SmallVector<Value> out;
+    for (int64_t i = 0; i < width; ++i) {
+      Value pred = masks.empty() ? slow : Value(arith::AndIOp::create(b, loc, slow, masks[i]));
+      Value one = predicatedLoad(bits, addrs[i], pred);
+      if (bits != elemType)
+        one = LLVM::BitcastOp::create(b, loc, elemType, one);
+      if (!fills.empty() && !masks.empty())
+        one = arith::SelectOp::create(b, loc, masks[i], one, fills[i]);
+      Value lane = LLVM::ExtractElementOp::create(b, loc, v, i32(i));
+      out.push_back(arith::SelectOp::create(b, loc, fast, lane, one));
+    }
+    return out;
+  }
   SmallVector<Type> types(width, elemType);
   auto ifOp = scf::IfOp::create(
       b, loc, fast,

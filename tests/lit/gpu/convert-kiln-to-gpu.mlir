@@ -4,7 +4,8 @@
 // consecutive elements (flat 2 * tid, 2 * tid + 1). The pointers are known to
 // be consecutive, so the load is one 8-byte vector load when the address is
 // aligned and both mask bits are set (checked at run time), else two masked
-// element loads.
+// element loads. All three are predicated PTX instructions: no branches, so
+// the loads of a thread's groups can all be in flight at once.
 // CHECK-LABEL: gpu.module @test_distributed_module
 // CHECK: gpu.func @test_distributed(%[[X:.*]]: i64, %[[N:.*]]: i32) kernel attributes {known_block_size = array<i32: 32, 1, 1>}
 // CHECK: %[[TID:.*]] = gpu.thread_id x
@@ -15,13 +16,14 @@
 // CHECK: %[[ALIGNED:.*]] = arith.cmpi eq, %[[LOW]], %c0_i64 : i64
 // CHECK: %[[M0:.*]] = arith.andi %[[ALIGNED]], %{{.*}} : i1
 // CHECK: %[[FAST:.*]] = arith.andi %[[M0]], %{{.*}} : i1
-// CHECK: scf.if %[[FAST]] -> (f32, f32)
-// CHECK: llvm.load %{{.*}} {alignment = 8 : i64} : !llvm.ptr<1> -> vector<2xf32>
-// CHECK: } else {
-// CHECK: scf.if
-// CHECK: llvm.load %{{.*}} {alignment = 4 : i64} : !llvm.ptr<1> -> f32
-// CHECK: scf.if
-// CHECK: llvm.load %{{.*}} {alignment = 4 : i64} : !llvm.ptr<1> -> f32
+// CHECK: llvm.inline_asm has_side_effects "mov.b64 $0, 0;\0A\09@$2 ld.global.b64 $0, [$1];", "=l,l,b" %{{.*}}, %[[FAST]] : (i64, i1) -> i64
+// CHECK: %[[SLOW:.*]] = arith.xori %[[FAST]], %true : i1
+// CHECK: %[[P0:.*]] = arith.andi %[[SLOW]], %{{.*}} : i1
+// CHECK: llvm.inline_asm has_side_effects "mov.b32 $0, 0;\0A\09@$2 ld.global.b32 $0, [$1];", "=r,l,b" %{{.*}}, %[[P0]] : (i64, i1) -> i32
+// CHECK: arith.select %[[FAST]]
+// CHECK: llvm.inline_asm has_side_effects "mov.b32 $0, 0;\0A\09@$2 ld.global.b32 $0, [$1];", "=r,l,b"
+// CHECK: arith.select %[[FAST]]
+// CHECK-NOT: scf.if %[[FAST]] -> (f32, f32)
 // CHECK: llvm.store %{{.*}}, %{{.*}} {alignment = 8 : i64} : vector<2xf32>, !llvm.ptr<1>
 // CHECK: gpu.return
 func.func @test_distributed(%x: !kiln.ptr<f32>, %n: i32) attributes {kiln.kernel} {
@@ -98,7 +100,7 @@ func.func @test_broadcast(%x: !kiln.ptr<f32>) attributes {kiln.kernel} {
 // 64 f32 in groups of 8), written once per row to shared memory.
 // CHECK-LABEL: gpu.func @test_row_sum
 // CHECK-NOT: gpu.barrier
-// CHECK: llvm.load %{{.*}} : !llvm.ptr<1> -> vector<4xf32>
+// CHECK: llvm.inline_asm has_side_effects {{.*}}ld.global.v4.b32
 // CHECK-NOT: gpu.barrier
 // CHECK-NOT: %c8_i32{{.*}}%c32_i32
 // CHECK: gpu.shuffle xor %{{.*}}, %c4_i32

@@ -87,11 +87,11 @@ template <class T, int BN_, int D_, int CHUNK> struct AttentionDecodeSplit {
       auto valid = expand_dims<1>(rn < hi);
       auto offs = expand_dims<1>(rn) * C + expand_dims<0>(rd);
       auto k = cast<f32>(load(kbase + offs, valid, 0));
+      auto v = cast<f32>(load(vbase + offs, valid, 0)); // in flight during the scores
       auto sc = where(rn < hi, sum<1>(k * expand_dims<0>(q)) * scale, kMaskedScore);
       auto m_new = maximum(m, max(sc));
       auto p = where(rn < hi, exp(sc - m_new), 0.0f);
       auto alpha = exp(m - m_new);
-      auto v = cast<f32>(load(vbase + offs, valid, 0));
       return std::tuple{m_new, l * alpha + sum(p), acc * alpha + sum<0>(v * expand_dims<1>(p))};
     });
     auto base = part + ((b * H + h) * S + s) * (D + 2);

@@ -62,10 +62,20 @@ std::vector<Tile<f32, BN>> decode_rows(Ptr<T> x, Ptr<T> lnw, Ptr<T> lnb, Ptr<T> 
   auto wrow = expand_dims<1>(rn) * K;      // (BN, 1)
   auto nmask = expand_dims<1>(rn < N);     // (BN, 1)
   std::vector<Tile<f32, BN, KC>> acc(BM, zeros<f32, BN, KC>());
+  auto kAt = [&](int c) { // (BN, KC): k of each element of chunk c
+    return broadcast_to<BN, KC>(expand_dims<0>(c * KC + ck));
+  };
+  // Every weight load first, in program order, so that all of them are in
+  // flight before the first product waits for one.
+  std::vector<Tile<T, BN, KC>> ws;
   for (int c = 0; c < chunks; ++c) {
-    auto kk = broadcast_to<BN, KC>(expand_dims<0>(c * KC + ck)); // (BN, KC): k of each element
+    auto kk = kAt(c);
     auto wmask = ragged ? nmask & (kk < K) : broadcast_to<BN, KC>(nmask);
-    auto w = cast<f32>(load(wt + wrow + kk, wmask, 0));
+    ws.push_back(load(wt + wrow + kk, wmask, 0));
+  }
+  for (int c = 0; c < chunks; ++c) {
+    auto kk = kAt(c);
+    auto w = cast<f32>(ws[std::size_t(c)]);
     // Every program reads the same few activations: each thread loads its
     // own elements (L1 hits after the first warp), so nothing is exchanged
     // through shared memory.
