@@ -306,37 +306,6 @@ TEST_CASE("sampling draws from softmax(logits / T) restricted by top-k and top-p
   CHECK(da.fetch() != dc.fetch());
 }
 
-TEST_CASE_TEMPLATE("split-K matmul of layernorm(a) matches layernorm then matmul", T, float, half) {
-  using D = std::conditional_t<std::is_same_v<T, float>, f32, f16>;
-  auto mm = compile<ops::LayerNormMatmulSplitK<D, 16, 32, 32>>(kCpu);
-  auto ep = compile<ops::SplitKEpilogue<D, 64, ops::Epilogue::None>>(kCpu);
-  const int M = 3, N = 70, K = 200, kSplit = 64, splits = (K + kSplit - 1) / kSplit;
-  auto a = test::random_vector<T>(std::size_t(M) * K, 11, -2, 3);
-  auto w = test::random_vector<T>(K, 12), bias = test::random_vector<T>(K, 13);
-  auto b = test::random_vector<T>(std::size_t(K) * N, 14);
-  std::vector<float> partial(std::size_t(splits) * M * N);
-  std::vector<T> c(std::size_t(M) * N, T(0.f)), unused(N, T(0.f));
-  Mem da(a), dw(w), dbias(bias), db(b), dc(c), du(unused);
-  Mem dp(partial);
-  mm.launch(Grid(1, ceil_div(N, 32), splits), da(), dw(), dbias(), db(), dp(), M, N, K, K, N, kSplit, 1e-5f);
-  ep.launch(Grid(M, ceil_div(N, 64)), dp(), du(), du(), dc(), M, N, splits);
-  // Reference: layernorm in double, rounded to T as the kernel feeds the dot.
-  std::vector<T> normed(a.size());
-  for (int m = 0; m < M; ++m) {
-    double mean = 0, var = 0;
-    for (int k = 0; k < K; ++k)
-      mean += double(float(a[std::size_t(m) * K + k])) / K;
-    for (int k = 0; k < K; ++k)
-      var += std::pow(double(float(a[std::size_t(m) * K + k])) - mean, 2) / K;
-    for (int k = 0; k < K; ++k)
-      normed[std::size_t(m) * K + k] =
-          T(float((double(float(a[std::size_t(m) * K + k])) - mean) / std::sqrt(var + 1e-5) * double(float(w[k])) +
-                  double(float(bias[k]))));
-  }
-  double tol = std::is_same_v<T, half> ? 2e-2 : 1e-4;
-  check(dc.fetch(), ref::matmul(normed, b, M, N, K), tol, tol);
-}
-
 namespace {
 /// b (K, N) as the (N, K) layout the decode kernels read.
 template <class T> std::vector<T> transposed(const std::vector<T> &b, int K, int N) {

@@ -92,9 +92,7 @@ TEST_CASE("GPT-2 kernels") {
   check_kernel<ops::AttentionDecodeSplit<f16, 64, 64, 64>>();
   check_kernel<ops::AttentionCombine<f16, 64, 32>>();
   check_kernel<ops::MatmulSplitK<f16, 16, 64, 64>>("mma.sync.aligned.m16n8k16");
-  check_kernel<ops::LayerNormMatmulSplitK<f16, 16, 64, 64>>("mma.sync.aligned.m16n8k16");
   check_kernel<ops::SplitKEpilogue<f16, 1024, ops::Epilogue::BiasGelu>>();
-  check_kernel<ops::SplitKEpilogueKv<f16, 1024>>();
   check_kernel<ops::Embedding<f16, 256>>();
   check_kernel<ops::KvWrite<bf16, 256>>();
   check_kernel<ops::GatherRows<f16, 256>>();

@@ -117,7 +117,6 @@ template <class D> struct ModelImpl final : Model::Impl {
   Buffer<H> x, h, qkv, att, fc, logitsBuf;
   Buffer<int32_t> tok, iota, next, pos;
   Buffer<int32_t> rowSeq, rowPos, starts, lengths, lastRows; ///< a packed prefill
-  Buffer<float> partial;  ///< split-K partial products, [splits, rows, N]
   Buffer<float> attParts; ///< decode attention per cache chunk, [B, H, splits, head_dim + 2]
   static constexpr int kChunk = 64, kMaxSplits = 32;
 
@@ -246,8 +245,6 @@ template <class D> struct ModelImpl final : Model::Impl {
     for (std::size_t i = 0; i < rows; ++i)
       seq[i] = int32_t(i);
     iota.upload(seq.data(), rows);
-    // splits * N <= (2 * 132 / tiles + 1) * N <= 2 * 132 * 64 + N, for up to 16 rows.
-    partial = Buffer<float>(gpu, std::size_t(16) * (2 * 132 * 64 + 64 + 4 * C));
     attParts =
         Buffer<float>(gpu, std::size_t(B) * cfg.n_head * std::size_t(ceil_div(Tmax, kChunk)) *
                                std::size_t(cfg.head_dim() + 2));
@@ -324,24 +321,14 @@ template <class D> struct ModelImpl final : Model::Impl {
       add<ops::MatmulBiasResidual<D, 64, 64, 32>>("proj_residual");
       add<ops::MatmulBiasGelu<D, 64, 64, 32>>("fc_gelu");
       add<ops::Matmul<D, 64, 64, 32>>("lm_head");
-      // Decode (few rows): split-K partial products and a fused epilogue.
-      add<ops::MatmulSplitK<D, 16, 64, 64>>("splitk");
-      add<ops::LayerNormMatmulSplitK<D, 16, 64, 64>>("ln_splitk");
       add<ops::Matmul<D, 16, 64, 64>>("lm_head_decode");
     } else {
       add<ops::MatmulBias<D, 32, 32, 16>>("qkv");
       add<ops::MatmulBiasResidual<D, 32, 32, 16>>("proj_residual");
       add<ops::MatmulBiasGelu<D, 32, 32, 16>>("fc_gelu");
       add<ops::Matmul<D, 32, 32, 16>>("lm_head");
-      // The same decode schedule as on a GPU, so that CPU tests cover it.
-      add<ops::MatmulSplitK<D, 16, 32, 32>>("splitk");
-      add<ops::LayerNormMatmulSplitK<D, 16, 32, 32>>("ln_splitk");
       add<ops::Matmul<D, 16, 32, 32>>("lm_head_decode");
     }
-    add<ops::SplitKEpilogue<D, 1024, ops::Epilogue::Bias>>("qkv_epilogue");
-    add<ops::SplitKEpilogueKv<D, 1024>>("qkv_kv_epilogue");
-    add<ops::SplitKEpilogue<D, 1024, ops::Epilogue::BiasResidual>>("proj_residual_epilogue");
-    add<ops::SplitKEpilogue<D, 1024, ops::Epilogue::BiasGelu>>("fc_gelu_epilogue");
     if (ceil_div(Tmax, kChunk) > kMaxSplits)
       throw Error("gpt2: a KV cache of " + std::to_string(Tmax) +
                   " positions is longer than decode attention's " +
@@ -389,24 +376,12 @@ template <class D> struct ModelImpl final : Model::Impl {
   }
 
   /// `c = a @ b` with the epilogue of `role` (qkv: + bias; fc_gelu: + bias,
-  /// gelu; proj_residual: + bias + res; lm_head: nothing). Few rows (decode)
-  /// use split-K so that enough programs stream the weights.
+  /// gelu; proj_residual: + bias + res; lm_head: nothing).
   void matmul(const std::string &role, int M, int N, int K, const H *a, const H *b, const H *bias,
               const H *res, H *c) {
-    bool decode = M <= 16;
-    int tile = gpu ? 64 : 32; // BN and BK of the split-K and small-M kernels
-    if (decode && role != "lm_head") {
-      auto [splits, kSplit] = splitK(M, N, K, tile);
-      launch("splitk", Grid(ceil_div(M, 16), ceil_div(N, tile), splits),
-             {arg(a), arg(b), arg(partial.data()), arg(M), arg(N), arg(K), arg(K), arg(N),
-              arg(kSplit)});
-      launch(role + "_epilogue", Grid(M, ceil_div(N, 1024)),
-             {arg(partial.data()), arg(bias), arg(res ? res : c), arg(c), arg(M), arg(N),
-              arg(splits)});
-      return;
-    }
-    std::string name = decode ? role + "_decode" : role;
-    int bm = decode ? 16 : gpu ? 64 : 32, bn = decode ? tile : gpu ? 64 : 32;
+    bool few = M <= 16; // a decode step without decode kernels: 16-row tiles
+    std::string name = few && role == "lm_head" ? "lm_head_decode" : role;
+    int bm = few && role == "lm_head" ? 16 : gpu ? 64 : 32, bn = gpu ? 64 : 32;
     std::vector<KernelArg> args{arg(a), arg(b)};
     if (bias)
       args.push_back(arg(bias));
@@ -418,43 +393,11 @@ template <class D> struct ModelImpl final : Model::Impl {
     launch(name, Grid(ceil_div(M, bm), ceil_div(N, bn)), args);
   }
 
-  /// `c = layernorm(x) @ b` + the epilogue of `role` (qkv or fc_gelu). For
-  /// few rows the layernorm is folded into the split-K product (no launch
-  /// of its own); otherwise it runs first, into h.
-  /// With `kvLayer` (a decode step), the QKV epilogue also writes k and v
-  /// into that layer's caches at pos[]; returns whether it did.
-  bool normedMatmul(const std::string &role, int M, int N, const Buffer<H> &lnw,
-                    const Buffer<H> &lnb, const H *b, const H *bias, H *c,
-                    Layer *kvLayer = nullptr) {
-    int K = cfg.n_embd;
-    if (M > 16) {
-      layernorm(x, lnw, lnb, h, M);
-      matmul(role, M, N, K, h.data(), b, bias, nullptr, c);
-      return false;
-    }
-    int tile = gpu ? 64 : 32;
-    auto [splits, kSplit] = splitK(M, N, K, tile);
-    launch("ln_splitk", Grid(ceil_div(M, 16), ceil_div(N, tile), splits),
-           {arg(x.data()), arg(lnw.data()), arg(lnb.data()), arg(b), arg(partial.data()), arg(M),
-            arg(N), arg(K), arg(K), arg(N), arg(kSplit), arg(1e-5f)});
-    if (kvLayer) {
-      launch("qkv_kv_epilogue", Grid(M, ceil_div(N, 1024)),
-             {arg(partial.data()), arg(bias), arg(c), arg(pos.data()), arg(kvLayer->kc.data()),
-              arg(kvLayer->vc.data()), arg(M), arg(N), arg(splits), arg(Tmax)});
-      return true;
-    }
-    launch(role + "_epilogue", Grid(M, ceil_div(N, 1024)),
-           {arg(partial.data()), arg(bias), arg(c), arg(c), arg(M), arg(N), arg(splits)});
-    return false;
-  }
-
-  /// Splits of K for a split-K product of few rows: about two programs per
-  /// SM, whole tiles per split. Returns {splits, K per split}.
-  static std::pair<int, int> splitK(int M, int N, int K, int tile) {
-    int kBlocks = int(ceil_div(K, tile)), tiles = int(ceil_div(N, tile) * ceil_div(M, 16));
-    int splits = std::clamp(int(ceil_div(2 * 132, tiles)), 1, kBlocks);
-    int kSplit = int(ceil_div(kBlocks, splits)) * tile;
-    return {int(ceil_div(K, kSplit)), kSplit};
+  /// `c = layernorm(x) @ b` + the epilogue of `role` (qkv or fc_gelu).
+  void normedMatmul(const std::string &role, int M, int N, const Buffer<H> &lnw,
+                    const Buffer<H> &lnb, const H *b, const H *bias, H *c) {
+    layernorm(x, lnw, lnb, h, M);
+    matmul(role, M, N, cfg.n_embd, h.data(), b, bias, nullptr, c);
   }
 
   void layernorm(const Buffer<H> &in, const Buffer<H> &w, const Buffer<H> &b, Buffer<H> &out,
@@ -474,8 +417,7 @@ template <class D> struct ModelImpl final : Model::Impl {
     if (!prefill && fastDecode(rows))
       return decodeBlocks(rows);
     for (Layer &l : layers) {
-      bool cached = normedMatmul("qkv", rows, 3 * C, l.ln1w, l.ln1b, l.attnW.data(), l.attnB.data(),
-                                 qkv.data(), prefill ? nullptr : &l);
+      normedMatmul("qkv", rows, 3 * C, l.ln1w, l.ln1b, l.attnW.data(), l.attnB.data(), qkv.data());
       if (prefill) {
         launch("kv_write", Grid(rows),
                {arg(qkv.data()), arg(rowSeq.data()), arg(rowPos.data()), arg(l.kc.data()),
@@ -484,8 +426,7 @@ template <class D> struct ModelImpl final : Model::Impl {
                {arg(qkv.data()), arg(l.kc.data()), arg(l.vc.data()), arg(att.data()),
                 arg(starts.data()), arg(lengths.data()), arg(C), arg(Tmax), arg(scale)});
       } else {
-        if (!cached)
-          launch("kv_write", Grid(rows),
+        launch("kv_write", Grid(rows),
                  {arg(qkv.data()), arg(iota.data()), arg(pos.data()), arg(l.kc.data()),
                   arg(l.vc.data()), arg(C), arg(Tmax)});
         decodeAttention(l, rows);

@@ -191,49 +191,6 @@ template <class T, int BM_, int BN_, int BK_> struct MatmulSplitK {
   }
 };
 
-/// MatmulSplitK of layernorm(a) (weights `lnw`, `lnb`) for a few rows: each
-/// program normalises the rows it reads itself (two sweeps of K for the
-/// mean and the variance), so the layernorm needs no launch of its own and
-/// its output never goes to memory.
-template <class T, int BM_, int BN_, int BK_> struct LayerNormMatmulSplitK {
-  static constexpr int BM = BM_, BN = BN_, BK = BK_;
-  void operator()(Ptr<T> a, Ptr<T> lnw, Ptr<T> lnb, Ptr<T> b, Ptr<f32> partial, I32 M, I32 N, I32 K,
-                  I32 lda, I32 ldb, I32 k_split, F32 eps) const {
-    auto rm = program_id(0) * BM + arange<BM>();
-    auto rn = program_id(1) * BN + arange<BN>();
-    auto s = program_id(2);
-    auto rows = expand_dims<1>(rm), cols = expand_dims<0>(rn);
-    auto rk = arange<BK>();
-    auto row = [&](I32 k0) { // (BM, BK) of a, zero outside
-      auto k = expand_dims<0>(k0 + rk);
-      return cast<f32>(load(a + rows * lda + k, (rows < M) & (k < K), 0));
-    };
-    auto total = for_range(0, K, BK, zeros<f32, BM, BK>(),
-                           [&](I32 k0, Tile<f32, BM, BK> acc) { return acc + row(k0); });
-    auto mean = sum<1>(total) / cast<f32>(K); // (BM)
-    auto sq = for_range(0, K, BK, zeros<f32, BM, BK>(), [&](I32 k0, Tile<f32, BM, BK> acc) {
-      auto k = expand_dims<0>(k0 + rk);
-      auto d = where(k < K, row(k0) - expand_dims<1>(mean), 0.0f);
-      return acc + d * d;
-    });
-    auto rstd = rsqrt(sum<1>(sq) / cast<f32>(K) + eps);
-    auto lo = s * k_split;
-    auto hi = minimum(K, lo + k_split);
-    auto acc = for_range(lo, hi, BK, zeros<f32, BM, BN>(), [&](I32 k0, Tile<f32, BM, BN> acc) {
-      auto kr = k0 + rk;
-      auto ka = expand_dims<0>(kr), kb = expand_dims<1>(kr);
-      auto w = cast<f32>(load(lnw + kr, kr < hi, 0)), bias = cast<f32>(load(lnb + kr, kr < hi, 0));
-      auto x = cast<f32>(load(a + rows * lda + ka, (rows < M) & (ka < hi), 0));
-      auto y = (x - expand_dims<1>(mean)) * expand_dims<1>(rstd) * expand_dims<0>(w) +
-               expand_dims<0>(bias);
-      auto at = cast<T>(where(ka < hi, y, 0.0f));
-      auto bt = load(b + kb * ldb + cols, (kb < hi) & (cols < N), 0);
-      return dot(at, bt, acc);
-    });
-    store(partial + (s * M + rows) * N + cols, acc, (rows < M) & (cols < N));
-  }
-};
-
 enum class Epilogue { Bias, BiasGelu, BiasResidual, None };
 
 /// `c[m, n] = sum_s partial[s, m, n]` (+ bias[n], then gelu, or + res[m, n]).
@@ -254,28 +211,6 @@ template <class T, int BLOCK, Epilogue E> struct SplitKEpilogue {
     if constexpr (E == Epilogue::BiasResidual)
       acc = acc + cast<f32>(load(res + m * N + n, mask, 0));
     store(c + m * N + n, cast<T>(acc), mask);
-  }
-};
-
-/// The QKV epilogue of a decode step: `qkv[m] = sum_s partial[s, m] + bias`,
-/// and its k and v parts also go straight into the caches at row
-/// m * Tmax + pos[m] (C = N / 3), so the cache write needs no launch of its
-/// own. Grid: (M, cdiv(N, BLOCK)).
-template <class T, int BLOCK> struct SplitKEpilogueKv {
-  void operator()(Ptr<f32> partial, Ptr<T> bias, Ptr<T> qkv, Ptr<i32> pos, Ptr<T> kc, Ptr<T> vc,
-                  I32 M, I32 N, I32 splits, I32 Tmax) const {
-    auto m = program_id(0);
-    auto n = program_id(1) * BLOCK + arange<BLOCK>();
-    auto mask = n < N;
-    auto acc = for_range(0, splits, 1, zeros<f32, BLOCK>(), [&](I32 s, Tile<f32, BLOCK> acc) {
-      return acc + load(partial + (s * M + m) * N + n, mask, 0.0f);
-    });
-    auto v = cast<T>(acc + cast<f32>(load(bias + n, mask, 0)));
-    store(qkv + m * N + n, v, mask);
-    auto C = N / 3;
-    auto dst = (m * Tmax + load(pos + m)) * C;
-    store(kc + (dst + n - C), v, mask & (n >= C) & (n < 2 * C));
-    store(vc + (dst + n - 2 * C), v, mask & (n >= 2 * C));
   }
 };
 
