@@ -123,12 +123,19 @@ def ConvertKilnToGpu : Pass<"convert-kiln-to-gpu", "mlir::ModuleOp"> {
       addresses and global accesses coalesce;
     * *replicated* (small tiles): every thread holds every element.
 
-    Element-wise ops, loads and stores act on each thread's elements. Layout
-    changes (broadcasts between layouts), reductions along an axis (each
-    result's row folded in a loop), argmax and `kiln.dot` go through shared
-    memory. A reduction or argmax of a distributed 1-D tile to a scalar
-    combines per thread, then across the warp with butterfly shuffles, then
-    across warps through shared memory. `dot` runs on tensor cores when it
+    Element-wise ops, loads and stores act on each thread's elements.
+    Vector loads are predicated PTX instructions (the vector load where a
+    group is aligned and unmasked, element loads otherwise), so no branch
+    separates the loads of a thread and all of them can be in flight.
+    Broadcasts of index arithmetic (ranges, splats, integer ops, pointer
+    offsets) are recomputed at each destination element; other broadcasts
+    between layouts go through shared memory. A reduction along the last
+    axis, or along axis 0 of a matrix, combines per thread, then across
+    lanes by shuffles, then once through shared memory; other axis
+    reductions fold each result's row in a loop. A reduction or argmax of a
+    distributed 1-D tile to a scalar combines per thread, then across the
+    warp with butterfly shuffles, then across warps through shared memory.
+    Argmax along an axis and `kiln.dot` go through shared memory. `dot` runs on tensor cores when it
     can (f16/bf16 operands, M a multiple of 16 per warp row, N of 8 per warp
     column, K of 16). Its operands are staged in shared memory, or read in
     place when they come from a `kiln.local_load`. Each warp loads mma
