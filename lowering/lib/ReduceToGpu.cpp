@@ -170,6 +170,35 @@ LogicalResult Emitter::emitReduce(kiln::ReduceOp red) {
     values[red] = {narrowFloat ? Value(arith::TruncFOp::create(b, loc, elemType, acc)) : acc};
     return success();
   }
+  Layout ld = layoutOf(red.getType());
+  if (!ls.distributed && !ld.distributed && !isUniform(red.getSrc()) && !mma.count(red.getSrc())) {
+    // Every thread holds every element: reduce in registers, no exchange.
+    SmallVector<Value> in = get(red.getSrc());
+    ArrayRef<int64_t> shape = src.getShape();
+    int64_t axis = red.getAxis(), len = shape[axis], inner = 1;
+    for (int64_t d = axis + 1; d < src.getRank(); ++d)
+      inner *= shape[d];
+    SmallVector<Value> out;
+    for (int64_t r = 0; r < ld.numel; ++r) {
+      int64_t outer = r / inner, in0 = r % inner;
+      auto at = [&](int64_t k) { return in[(outer * len + k) * inner + in0]; };
+      // A balanced tree: log-depth dependence chains.
+      SmallVector<Value> level;
+      for (int64_t k = 0; k < len; ++k)
+        level.push_back(narrowFloat ? Value(arith::ExtFOp::create(b, loc, b.getF32Type(), at(k))) : at(k));
+      while (level.size() > 1) {
+        SmallVector<Value> next;
+        for (size_t i = 0; i + 1 < level.size(); i += 2)
+          next.push_back(combine(red.getKind(), level[i], level[i + 1]));
+        if (level.size() % 2)
+          next.push_back(level.back());
+        level = next;
+      }
+      out.push_back(narrowFloat ? Value(arith::TruncFOp::create(b, loc, elemType, level[0])) : level[0]);
+    }
+    values[red] = out;
+    return success();
+  }
   if (auto fast = reduceAxisInParallel(red)) {
     values[red] = std::move(*fast);
     return success();
@@ -403,6 +432,18 @@ LogicalResult Emitter::emitArgMax(kiln::ArgMaxOp am) {
       for (int w = 1; w < warps; ++w)
         merge(loadSmem(0, i32(w), valType), loadSmem(idxBase, i32(w), b.getI32Type()));
       barrier();
+    }
+    values[am] = {at};
+    return success();
+  }
+  if (src.getRank() == 1 && !ls.distributed && !isUniform(am.getSrc()) && !mma.count(am.getSrc())) {
+    // Every thread holds every element: scan in registers (the first maximum wins).
+    SmallVector<Value> in = get(am.getSrc());
+    Value best = in[0], at = i32(0);
+    for (int64_t j = 1; j < int64_t(in.size()); ++j) {
+      Value gt = greater(in[j], best);
+      best = arith::SelectOp::create(b, loc, gt, in[j], best);
+      at = arith::SelectOp::create(b, loc, gt, i32(j), at);
     }
     values[am] = {at};
     return success();

@@ -102,6 +102,9 @@ TEST_CASE("GPT-2 kernels") {
   check_kernel<ops::SampleRows<bf16, 1024>>();
   // Row argmax: (value, index) pairs through warp shuffles.
   check_kernel<ops::ArgmaxRows<f16, 1024>>("shfl.sync.bfly");
+  CompileOptions wide; // the model's: the whole vocabulary in one sweep
+  wide.num_warps = 32;
+  check_kernel<ops::ArgmaxRows<f16, 65536>>("shfl.sync.bfly", wide);
   check_kernel<ops::SampleRows<f16, 1024>>("shfl.sync.bfly");
 }
 

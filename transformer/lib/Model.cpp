@@ -314,7 +314,13 @@ template <class D> struct ModelImpl final : Model::Impl {
     add<ops::Embedding<D, 256>>("embedding");
     add<ops::KvWrite<D, 256>>("kv_write");
     add<ops::GatherRows<D, 256>>("gather");
-    add<ops::ArgmaxRows<D, 1024>>("argmax");
+    if (gpu) { // one sweep of the whole vocabulary: every load in flight at once
+      CompileOptions wide;
+      wide.num_warps = 32;
+      add<ops::ArgmaxRows<D, 65536>>("argmax", wide);
+    } else {
+      add<ops::ArgmaxRows<D, 1024>>("argmax");
+    }
     add<ops::SampleRows<D, 1024>>("sample");
     if (gpu) {
       add<ops::MatmulBias<D, 64, 64, 32>>("qkv");

@@ -39,26 +39,6 @@ std::vector<Tile<f32, BN>> decode_rows(Ptr<T> x, Ptr<T> lnw, Ptr<T> lnb, Ptr<T> 
   std::vector<I32> kmax;
   for (int m = 0; m < BM; ++m)
     kmax.push_back(minimum(I32(K), (M - m) * K));
-  // Layernorm statistics, two sweeps of each row (in L1 after the first).
-  std::vector<F32> mean, rstd;
-  if constexpr (LN) {
-    for (int m = 0; m < BM; ++m) {
-      auto row = [&](int c) {
-        auto k = c * KC + ck;
-        return cast<f32>(load(x + m * K + k, k < kmax[m], 0));
-      };
-      auto s = row(0);
-      for (int c = 1; c < chunks; ++c)
-        s = s + row(c);
-      mean.push_back(sum(s) / float(K));
-      auto sq = zeros<f32, KC>();
-      for (int c = 0; c < chunks; ++c) {
-        auto d = where(c * KC + ck < K, row(c) - mean[m], 0.0f);
-        sq = sq + d * d;
-      }
-      rstd.push_back(rsqrt(sum(sq) / float(K) + eps));
-    }
-  }
   auto wrow = expand_dims<1>(rn) * K;      // (BN, 1)
   auto nmask = expand_dims<1>(rn < N);     // (BN, 1)
   std::vector<Tile<f32, BN, KC>> acc(BM, zeros<f32, BN, KC>());
@@ -66,12 +46,35 @@ std::vector<Tile<f32, BN>> decode_rows(Ptr<T> x, Ptr<T> lnw, Ptr<T> lnb, Ptr<T> 
     return broadcast_to<BN, KC>(expand_dims<0>(c * KC + ck));
   };
   // Every weight load first, in program order, so that all of them are in
-  // flight before the first product waits for one.
+  // flight while the layernorm statistics are computed and before the first
+  // product waits for one.
   std::vector<Tile<T, BN, KC>> ws;
   for (int c = 0; c < chunks; ++c) {
     auto kk = kAt(c);
     auto wmask = ragged ? nmask & (kk < K) : broadcast_to<BN, KC>(nmask);
     ws.push_back(load(wt + wrow + kk, wmask, 0));
+  }
+  // Layernorm statistics: each row is loaded once, then reduced twice (the
+  // mean, then the variance about it).
+  std::vector<F32> mean, rstd;
+  if constexpr (LN) {
+    for (int m = 0; m < BM; ++m) {
+      std::vector<Tile<f32, KC>> row;
+      for (int c = 0; c < chunks; ++c) {
+        auto k = c * KC + ck;
+        row.push_back(cast<f32>(load(x + m * K + k, k < kmax[m], 0)));
+      }
+      auto s = row[0];
+      for (int c = 1; c < chunks; ++c)
+        s = s + row[std::size_t(c)];
+      mean.push_back(sum(s) / float(K));
+      auto sq = zeros<f32, KC>();
+      for (int c = 0; c < chunks; ++c) {
+        auto d = where(c * KC + ck < K, row[std::size_t(c)] - mean[m], 0.0f);
+        sq = sq + d * d;
+      }
+      rstd.push_back(rsqrt(sum(sq) / float(K) + eps));
+    }
   }
   for (int c = 0; c < chunks; ++c) {
     auto kk = kAt(c);
@@ -119,10 +122,10 @@ struct DecodeLinear {
     if constexpr (E_ == DecodeEpilogue::BiasResidual)
       for (int m = 0; m < BM; ++m)
         r.push_back(cast<f32>(load(res + m * N + rn, detail::row_mask(rn, M, N, m), 0)));
-    auto acc = detail::decode_rows<T, BM, BN, K, KC, LN_>(x, lnw, lnb, wt, M, N, eps, rn);
     std::optional<Tile<f32, BN>> bv;
     if constexpr (E_ != DecodeEpilogue::None)
       bv = cast<f32>(load(bias + rn, rn < N, 0));
+    auto acc = detail::decode_rows<T, BM, BN, K, KC, LN_>(x, lnw, lnb, wt, M, N, eps, rn);
     for (int m = 0; m < BM; ++m) {
       auto v = acc[m];
       if constexpr (E_ != DecodeEpilogue::None)
@@ -144,14 +147,18 @@ template <class T, int BM_, int BN_, int K_, int KC_> struct DecodeQkv {
   void operator()(Ptr<T> x, Ptr<T> lnw, Ptr<T> lnb, Ptr<T> wt, Ptr<T> bias, Ptr<T> qkv,
                   Ptr<i32> pos, Ptr<T> kc, Ptr<T> vc, I32 M, I32 N, I32 Tmax, F32 eps) const {
     auto rn = program_id(0) * BN + arange<BN>();
-    auto acc = detail::decode_rows<T, BM, BN, K, KC, true>(x, lnw, lnb, wt, M, N, eps, rn);
+    // Everything the epilogue reads is loaded first, with the weights.
     auto bv = cast<f32>(load(bias + rn, rn < N, 0));
+    std::vector<I32> at;
+    for (int m = 0; m < BM; ++m)
+      at.push_back(load(pos + minimum(I32(m), M - 1)));
+    auto acc = detail::decode_rows<T, BM, BN, K, KC, true>(x, lnw, lnb, wt, M, N, eps, rn);
     auto C = N / 3;
     for (int m = 0; m < BM; ++m) {
       auto mask = detail::row_mask(rn, M, N, m);
       auto v = cast<T>(acc[m] + bv);
       store(qkv + m * N + rn, v, mask);
-      auto dst = (m * Tmax + load(pos + minimum(I32(m), M - 1))) * C;
+      auto dst = (m * Tmax + at[std::size_t(m)]) * C;
       store(kc + (dst + rn - C), v, mask & (rn >= C) & (rn < 2 * C));
       store(vc + (dst + rn - 2 * C), v, mask & (rn >= 2 * C));
     }
