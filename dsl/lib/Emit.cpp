@@ -351,6 +351,10 @@ void store(V p, V value, V mask) {
   kiln::StoreOp::create(b(), loc(), val(p), val(value), m);
 }
 
+V atomic_add(V p, V value) {
+  return wrap(kiln::AtomicAddOp::create(b(), loc(), b().getI32Type(), val(p), val(value)));
+}
+
 V dot(V a, V bv, V acc) {
   Value c = val(acc);
   return wrap(kiln::DotOp::create(b(), loc(), c.getType(), val(a), val(bv), c));

@@ -147,6 +147,8 @@ LogicalResult Emitter::emitOp(Operation *op) {
     return emitLocalLoad(ll);
   if (auto st = dyn_cast<kiln::StoreOp>(op))
     return emitStore(st);
+  if (auto at = dyn_cast<kiln::AtomicAddOp>(op))
+    return emitAtomicAdd(at);
   if (auto sel = dyn_cast<kiln::SelectOp>(op)) {
     std::optional<Mma> m = commonMma(sel->getOperands(), sel.getType());
     auto view = [&](Value v) { return m ? toMma(v, *m) : get(v); };

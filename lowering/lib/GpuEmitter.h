@@ -519,6 +519,9 @@ private:
   Value combine(kiln::ReduceKind kind, Value x, Value y) { return kiln::emitCombine(b, loc, kind, x, y); }
 
   LogicalResult emitReduce(kiln::ReduceOp red);
+  /// kiln.atomic_add: fence, barrier, one acquire-release atomic by thread 0,
+  /// its result broadcast through shared memory, fence.
+  LogicalResult emitAtomicAdd(kiln::AtomicAddOp op);
   /// A global load of `type` (up to 16 bytes) that only runs where `pred`
   /// holds (0 elsewhere): one predicated PTX instruction, no branch.
   Value predicatedLoad(Type type, Value addr, Value pred);

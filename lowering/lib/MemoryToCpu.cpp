@@ -7,6 +7,7 @@
 //===----------------------------------------------------------------------===//
 #include "kiln/Lowering/Passes.h"
 
+#include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/Utils/StructuredOpsUtils.h"
 
@@ -113,8 +114,33 @@ struct StoreLowering : OpConversionPattern<kiln::StoreOp> {
   }
 };
 
+/// Programs run on several host threads: a call to the runtime's
+/// sequentially consistent `kiln_atomic_add_i32(address, value)` (an
+/// llvm.atomicrmw here would stop buffer deallocation, which needs to know
+/// every op's memory effects).
+struct AtomicAddLowering : OpConversionPattern<kiln::AtomicAddOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult matchAndRewrite(kiln::AtomicAddOp op, OpAdaptor adaptor,
+                                ConversionPatternRewriter &rewriter) const override {
+    constexpr const char *kName = "kiln_atomic_add_i32";
+    auto module = op->getParentOfType<ModuleOp>();
+    auto type = rewriter.getFunctionType({rewriter.getI64Type(), rewriter.getI32Type()},
+                                         {rewriter.getI32Type()});
+    if (!module.lookupSymbol<func::FuncOp>(kName)) {
+      OpBuilder::InsertionGuard guard(rewriter);
+      rewriter.setInsertionPointToStart(module.getBody());
+      auto decl = func::FuncOp::create(rewriter, op.getLoc(), kName, type);
+      decl.setPrivate();
+    }
+    rewriter.replaceOpWithNewOp<func::CallOp>(op, kName, TypeRange{rewriter.getI32Type()},
+                                              ValueRange{adaptor.getPtr(), adaptor.getValue()});
+    return success();
+  }
+};
+
 } // namespace
 
 void kiln::populateMemoryToCpuPatterns(CpuTypeConverter &converter, RewritePatternSet &patterns) {
-  patterns.add<AddPtrLowering, LoadLowering, StoreLowering>(converter, patterns.getContext());
+  patterns.add<AddPtrLowering, LoadLowering, StoreLowering, AtomicAddLowering>(converter,
+                                                                              patterns.getContext());
 }

@@ -201,6 +201,29 @@ LogicalResult Emitter::emitStore(kiln::StoreOp st) {
   return success();
 }
 
+LogicalResult Emitter::emitAtomicAdd(kiln::AtomicAddOp op) {
+  // Release: each thread's earlier stores reach GPU scope, then the barrier
+  // orders them before thread 0's addition.
+  LLVM::FenceOp::create(b, loc, LLVM::AtomicOrdering::acq_rel, "device");
+  barrier();
+  reserveSmem(4);
+  Value isFirst = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, tid, i32(0));
+  auto ifOp = scf::IfOp::create(b, loc, isFirst, false);
+  {
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(ifOp.thenBlock());
+    Value old = LLVM::AtomicRMWOp::create(b, loc, LLVM::AtomicBinOp::add, globalPtr(get(op.getPtr())[0]),
+                                          get(op.getValue())[0], LLVM::AtomicOrdering::acq_rel, "device");
+    storeSmem(0, i32(0), old);
+  }
+  barrier();
+  values[op] = {loadSmem(0, i32(0), b.getI32Type())};
+  barrier();
+  // Acquire, for every thread's later loads.
+  LLVM::FenceOp::create(b, loc, LLVM::AtomicOrdering::acq_rel, "device");
+  return success();
+}
+
 void Emitter::storeOne(Value addr, Value v, Value mask) {
   kiln::emitMaskedStore(b, loc, addr, v, mask, /*addrSpace=*/1);
 }

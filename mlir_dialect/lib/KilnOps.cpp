@@ -127,6 +127,12 @@ OpFoldResult ReshapeOp::fold(FoldAdaptor adaptor) {
 // AddPtrOp
 //===----------------------------------------------------------------------===//
 
+LogicalResult AtomicAddOp::verify() {
+  if (!getPointeeType(getPtr().getType()).isInteger(32))
+    return emitOpError("needs a pointer to i32, got ") << getPtr().getType();
+  return success();
+}
+
 LogicalResult AddPtrOp::verify() {
   Type ptr = getPtr().getType(), off = getOffset().getType();
   if (rankOf(ptr) != rankOf(off) || shapeOf(ptr) != shapeOf(off))

@@ -30,6 +30,11 @@ extern "C" float kiln_extendhfsf2(_Float16 h) {
   return kiln::half::to_float(bits);
 }
 
+// kiln.atomic_add on the CPU: programs run on several threads.
+extern "C" int32_t kiln_atomic_add_i32(int64_t address, int32_t value) {
+  return __atomic_fetch_add(reinterpret_cast<int32_t *>(address), value, __ATOMIC_SEQ_CST);
+}
+
 void initNativeTarget() {
   static std::once_flag once;
   std::call_once(once, [] {
@@ -103,6 +108,7 @@ CpuExecutable::CpuExecutable(mlir::ModuleOp module, const std::string &name, int
     add("__truncsfhf2", reinterpret_cast<void *>(&kiln_truncsfhf2));
     add("__truncdfhf2", reinterpret_cast<void *>(&kiln_truncdfhf2));
     add("__extendhfsf2", reinterpret_cast<void *>(&kiln_extendhfsf2));
+    add("kiln_atomic_add_i32", reinterpret_cast<void *>(&kiln_atomic_add_i32));
     return map;
   });
   auto entry = engine_->lookupPacked(name);

@@ -8,6 +8,7 @@
 #include <doctest/doctest.h>
 
 #include "../support/check.hpp"
+#include "kiln/ops/attention.hpp"
 #include "kiln/ops/decoder.hpp"
 #include "kiln/ops/gemv.hpp"
 #include "kiln/ops/layernorm.hpp"
@@ -394,4 +395,76 @@ TEST_CASE("decode QKV: layernorm, product and bias, with k and v written to the 
     }
   check(dkc.fetch(), wk, 1e-4, 1e-4);
   check(dvc.fetch(), wv, 1e-4, 1e-4);
+}
+
+namespace {
+/// Program (g, i) stores g * 1000 + i; the last program of group g to count
+/// itself sums the group's stores (which its atomic_add makes visible) and
+/// resets the counter.
+struct LastOfGroup {
+  void operator()(Ptr<i32> buf, Ptr<i32> counter, Ptr<i32> total) const {
+    auto g = program_id(0), i = program_id(1), P = num_programs(1);
+    store(buf + g * P + i, g * 1000 + i);
+    auto last = atomic_add(counter + g, 1) == P - 1;
+    auto r = arange<64>();
+    auto vals = load(buf + g * P + r, (r < P) & last, 0);
+    store(total + g, sum(vals), last);
+    store(counter + g, I32(0), last);
+  }
+};
+} // namespace
+
+TEST_CASE("atomic_add: the last program of a group sees the stores of the others") {
+  auto k = compile<LastOfGroup>(kCpu);
+  const int G = 5, P = 50;
+  for (int rep = 0; rep < 3; ++rep) { // counters are reset for the next launch
+    std::vector<int32_t> buf(G * P, -1), counter(G, 0), total(G, -1);
+    Mem dbuf(buf), dcount(counter), dtotal(total);
+    k.launch(Grid(G, P), dbuf(), dcount(), dtotal());
+    std::vector<int32_t> want;
+    for (int g = 0; g < G; ++g)
+      want.push_back(P * g * 1000 + P * (P - 1) / 2);
+    CHECK(dtotal.fetch() == want);
+    CHECK(dcount.fetch() == std::vector<int32_t>(G, 0));
+  }
+}
+
+TEST_CASE("decode attention over a split cache matches softmax attention") {
+  constexpr int D = 16, CHUNK = 32, SMAX = 4;
+  auto k = compile<ops::AttentionDecode<f32, 32, D, CHUNK, SMAX>>(kCpu);
+  const int B = 2, H = 2, C = H * D, Tmax = 100, S = (Tmax + CHUNK - 1) / CHUNK;
+  auto qkv = test::random_vector<float>(std::size_t(B) * 3 * C, 51);
+  auto kc = test::random_vector<float>(std::size_t(B) * Tmax * C, 52, -2, 2);
+  auto vc = test::random_vector<float>(std::size_t(B) * Tmax * C, 53);
+  std::vector<float> part(std::size_t(B) * H * S * (D + 2), 0.f), out(std::size_t(B) * C, 0.f);
+  std::vector<int32_t> counter(B * H, 0), pos{37, 99};
+  Mem dqkv(qkv), dkc(kc), dvc(vc), dpart(part), dout(out);
+  Mem dcount(counter), dpos(pos);
+  const float scale = 0.25f;
+  k.launch(Grid(B, H, S), dqkv(), dkc(), dvc(), dpart(), dcount(), dout(), dpos(), C, Tmax, scale);
+  std::vector<double> want(out.size());
+  for (int b = 0; b < B; ++b)
+    for (int h = 0; h < H; ++h) {
+      std::vector<double> sc;
+      double top = -1e300;
+      for (int j = 0; j <= pos[std::size_t(b)]; ++j) {
+        double dotp = 0;
+        for (int d = 0; d < D; ++d)
+          dotp += double(qkv[std::size_t(b) * 3 * C + h * D + d]) *
+                  double(kc[(std::size_t(b) * Tmax + j) * C + h * D + d]);
+        sc.push_back(dotp * scale);
+        top = std::max(top, sc.back());
+      }
+      double z = 0;
+      for (double x : sc)
+        z += std::exp(x - top);
+      for (int d = 0; d < D; ++d) {
+        double o = 0;
+        for (std::size_t j = 0; j < sc.size(); ++j)
+          o += std::exp(sc[j] - top) / z * double(vc[(std::size_t(b) * Tmax + j) * C + h * D + d]);
+        want[std::size_t(b) * C + h * D + d] = o;
+      }
+    }
+  check(dout.fetch(), want, 1e-5, 1e-4);
+  CHECK(dcount.fetch() == std::vector<int32_t>(B * H, 0));
 }

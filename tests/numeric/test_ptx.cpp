@@ -89,8 +89,9 @@ TEST_CASE("GPT-2 kernels") {
   check_kernel<ops::MatmulBias<f16, 64, 64, 32>>("mma.sync.aligned.m16n8k16");
   check_kernel<ops::MatmulBiasResidual<f16, 16, 64, 64>>("mma.sync.aligned.m16n8k16");
   check_kernel<ops::AttentionPrefill<f16, 64, 64, 64>>("mma.sync.aligned.m16n8k16");
-  check_kernel<ops::AttentionDecodeSplit<f16, 64, 64, 64>>();
-  check_kernel<ops::AttentionCombine<f16, 64, 32>>();
+  // The merge: one atomic per program between GPU-scope fences.
+  auto attn = check_kernel<ops::AttentionDecode<f16, 64, 64, 64, 32>>("atom.global.add.u32");
+  CHECK(attn.find("fence.acq_rel.gpu") != std::string::npos);
   check_kernel<ops::MatmulSplitK<f16, 16, 64, 64>>("mma.sync.aligned.m16n8k16");
   check_kernel<ops::SplitKEpilogue<f16, 1024, ops::Epilogue::BiasGelu>>();
   check_kernel<ops::Embedding<f16, 256>>();

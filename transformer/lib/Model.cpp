@@ -118,6 +118,7 @@ template <class D> struct ModelImpl final : Model::Impl {
   Buffer<int32_t> tok, iota, next, pos;
   Buffer<int32_t> rowSeq, rowPos, starts, lengths, lastRows; ///< a packed prefill
   Buffer<float> attParts; ///< decode attention per cache chunk, [B, H, splits, head_dim + 2]
+  Buffer<int32_t> attCount; ///< finished chunks per (sequence, head); 0 between launches
   static constexpr int kChunk = 64, kMaxSplits = 32;
 
   std::map<std::string, CompiledKernel> kernels;
@@ -248,6 +249,9 @@ template <class D> struct ModelImpl final : Model::Impl {
     attParts =
         Buffer<float>(gpu, std::size_t(B) * cfg.n_head * std::size_t(ceil_div(Tmax, kChunk)) *
                                std::size_t(cfg.head_dim() + 2));
+    attCount = Buffer<int32_t>(gpu, std::size_t(B) * std::size_t(cfg.n_head));
+    std::vector<int32_t> zero(attCount.size(), 0);
+    attCount.upload(zero.data(), zero.size());
     next = Buffer<int32_t>(gpu, std::size_t(B));
     pos = Buffer<int32_t>(gpu, std::size_t(B));
     compileKernels();
@@ -314,13 +318,7 @@ template <class D> struct ModelImpl final : Model::Impl {
     add<ops::Embedding<D, 256>>("embedding");
     add<ops::KvWrite<D, 256>>("kv_write");
     add<ops::GatherRows<D, 256>>("gather");
-    if (gpu) { // one sweep of the whole vocabulary: every load in flight at once
-      CompileOptions wide;
-      wide.num_warps = 32;
-      add<ops::ArgmaxRows<D, 65536>>("argmax", wide);
-    } else {
-      add<ops::ArgmaxRows<D, 1024>>("argmax");
-    }
+    add<ops::ArgmaxRows<D, 1024>>("argmax");
     add<ops::SampleRows<D, 1024>>("sample");
     if (gpu) {
       add<ops::MatmulBias<D, 64, 64, 32>>("qkv");
@@ -341,8 +339,7 @@ template <class D> struct ModelImpl final : Model::Impl {
                   std::to_string(kChunk * kMaxSplits) + " (use --max-seq)");
     auto withHead = [&]<int HD>() {
       add<ops::AttentionPrefill<D, 64, 64, HD>>("attention_prefill");
-      add<ops::AttentionDecodeSplit<D, 64, HD, kChunk>>("attention_decode");
-      add<ops::AttentionCombine<D, HD, kMaxSplits>>("attention_combine");
+      add<ops::AttentionDecode<D, 64, HD, kChunk, kMaxSplits>>("attention_decode");
     };
     switch (hd) {
     case 16:
@@ -452,9 +449,7 @@ template <class D> struct ModelImpl final : Model::Impl {
     float scale = 1.0f / std::sqrt(float(cfg.head_dim()));
     launch("attention_decode", Grid(rows, cfg.n_head, splits),
            {arg(qkv.data()), arg(l.kc.data()), arg(l.vc.data()), arg(attParts.data()),
-            arg(pos.data()), arg(C), arg(Tmax), arg(scale)});
-    launch("attention_combine", Grid(rows, cfg.n_head),
-           {arg(attParts.data()), arg(att.data()), arg(C), arg(splits)});
+            arg(attCount.data()), arg(att.data()), arg(pos.data()), arg(C), arg(Tmax), arg(scale)});
   }
 
   /// A decode step's blocks with the decode kernels: five launches per

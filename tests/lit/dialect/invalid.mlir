@@ -149,3 +149,11 @@ func.func @test_not_negative_pending() {
   kiln.async_wait {pending = -1 : i32}
   return
 }
+
+// -----
+
+func.func @test_atomic_add_not_i32(%c: !kiln.ptr<f32>, %v: i32) -> i32 {
+  // expected-error @+1 {{needs a pointer to i32, got '!kiln.ptr<f32>'}}
+  %old = kiln.atomic_add %c, %v : !kiln.ptr<f32>
+  return %old : i32
+}

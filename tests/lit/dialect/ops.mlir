@@ -74,3 +74,10 @@ func.func @test_async_ring(%p: tensor<64x32x!kiln.ptr<f16>>, %m: tensor<64x32xi1
   %t = kiln.local_load %ring[%s] : !kiln.shared<3x64x32xf16>
   return %t : tensor<64x32xf16>
 }
+
+// CHECK-LABEL: func.func @test_atomic_add
+// CHECK: %{{.*}} = kiln.atomic_add %arg0, %arg1 : !kiln.ptr<i32>
+func.func @test_atomic_add(%c: !kiln.ptr<i32>, %v: i32) -> i32 attributes {kiln.kernel} {
+  %old = kiln.atomic_add %c, %v : !kiln.ptr<i32>
+  return %old : i32
+}

@@ -206,3 +206,25 @@ func.func @test_ring(%a: !kiln.ptr<f16>, %c: !kiln.ptr<f32>) attributes {kiln.ke
   kiln.store %q, %d : tensor<32x32x!kiln.ptr<f32>>
   return
 }
+
+// -----
+
+// An atomic add runs once per program: every thread fences its stores, then
+// thread 0 adds (acquire-release, GPU scope) and shares the old value
+// through shared memory; a second fence orders the threads' later loads.
+// CHECK-LABEL: gpu.func @test_atomic_add
+// CHECK: llvm.fence syncscope("device") acq_rel
+// CHECK: gpu.barrier
+// CHECK: scf.if
+// CHECK: llvm.atomicrmw add {{.*}} syncscope("device") acq_rel
+// CHECK: llvm.store
+// CHECK: gpu.barrier
+// CHECK: llvm.load {{.*}} : !llvm.ptr<3> -> i32
+// CHECK: gpu.barrier
+// CHECK: llvm.fence syncscope("device") acq_rel
+func.func @test_atomic_add(%c: !kiln.ptr<i32>, %out: !kiln.ptr<i32>) attributes {kiln.kernel} {
+  %one = arith.constant 1 : i32
+  %old = kiln.atomic_add %c, %one : !kiln.ptr<i32>
+  kiln.store %out, %old : !kiln.ptr<i32>
+  return
+}

@@ -66,6 +66,7 @@ V select(V cond, V a, V b);
 V addptr(V ptr, V offset);
 V load(V ptr, V mask, V other);
 void store(V ptr, V value, V mask);
+V atomic_add(V ptr, V value);
 V dot(V a, V b, V acc);
 V reduce(RedOp op, V v, int axis);
 V argmax(V v, int axis);

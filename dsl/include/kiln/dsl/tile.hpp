@@ -406,6 +406,15 @@ void store(Tile<ptr<E>, D...> p, X value, Tile<i1, M...> mask) {
                 detail::to_shape<Tile<i1, D...>>(mask).v);
 }
 
+/// Adds `value` to the i32 at `p` once for the whole program and returns
+/// the previous value. Acquire-release at GPU scope: the stores this program
+/// made before are visible to any program that later adds to the same
+/// counter, and the loads after it see the stores of the programs that added
+/// before. With a counter per group of programs, the program that sees
+/// `count - 1` is the last of its group and may combine their results (it
+/// should also reset the counter for the next launch).
+inline I32 atomic_add(Ptr<i32> p, I32 value) { return I32(detail::atomic_add(p.v, value.v)); }
+
 //===----------------------------------------------------------------------===//
 // Matrix product and reductions
 //===----------------------------------------------------------------------===//

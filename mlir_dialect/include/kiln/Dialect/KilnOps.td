@@ -184,6 +184,27 @@ def Kiln_StoreOp : Kiln_Op<"store", [
   let assemblyFormat = "$ptr `,` $value (`,` $mask^)? attr-dict `:` type($ptr)";
 }
 
+def Kiln_AtomicAddOp : Kiln_Op<"atomic_add"> {
+  let summary = "add to an i32 in global memory, once per program";
+  let description = [{
+    Adds `value` to the i32 behind the scalar pointer `ptr` once for the
+    whole program (not once per thread) and returns the previous value. The
+    addition is an acquire-release operation at GPU scope: every store the
+    program made before it is visible to a program whose own `atomic_add`
+    on the same counter returns a larger value, and the loads after it see
+    those stores. This is what "the last program to finish combines the
+    partial results" needs.
+
+    ```mlir
+    %old = kiln.atomic_add %counter, %one : !kiln.ptr<i32>
+    ```
+  }];
+  let arguments = (ins Arg<Kiln_PtrType, "", [MemRead, MemWrite]>:$ptr, I32:$value);
+  let results = (outs I32:$result);
+  let assemblyFormat = "$ptr `,` $value attr-dict `:` qualified(type($ptr))";
+  let hasVerifier = 1;
+}
+
 //===----------------------------------------------------------------------===//
 // Shared-memory rings and asynchronous copies (GPU; made by
 // -kiln-pipeline-loads, not by the front end)

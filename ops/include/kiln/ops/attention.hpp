@@ -60,18 +60,21 @@ template <class T, int BM_, int BN_, int D_> struct AttentionPrefill {
   }
 };
 
-/// Decode split over the sequence (flash-decoding): program (b, h, s) attends
-/// to keys s*CHUNK .. s*CHUNK + CHUNK - 1 (up to pos[b]) and writes its
-/// running max, sum and unnormalised output to `part` ([B, H, S, D + 2], f32:
-/// D outputs, then m and l). AttentionCombine merges the S parts. Programs
-/// past the sequence write an empty part (m = kMaskedScore, l = 0). Grid:
-/// (B, H, S) with S = cdiv(Tmax, CHUNK), fixed, so one captured graph serves
-/// every position.
-template <class T, int BN_, int D_, int CHUNK> struct AttentionDecodeSplit {
+/// Decode attention split over the sequence (flash-decoding), with the
+/// merge in the same launch. Program (b, h, s) attends to keys s*CHUNK ..
+/// s*CHUNK + CHUNK - 1 (up to pos[b]) and writes its running max, sum and
+/// unnormalised output to `part` ([B, H, S, D + 2], f32: D outputs, then m
+/// and l); programs past the sequence write an empty part (m =
+/// kMaskedScore, l = 0). The last of the S programs of (b, h) to finish (an
+/// atomic count in counter[b * H + h], which it resets to 0) merges the
+/// parts: out = sum_s e^(m_s - M) acc_s / sum_s e^(m_s - M) l_s with M =
+/// max_s m_s. Grid: (B, H, S) with S = cdiv(Tmax, CHUNK) <= SMAX, fixed, so
+/// one captured graph serves every position.
+template <class T, int BN_, int D_, int CHUNK, int SMAX> struct AttentionDecode {
   static constexpr int BN = BN_, D = D_;
   static_assert(CHUNK % BN_ == 0, "a chunk is a whole number of key blocks");
-  void operator()(Ptr<T> qkv, Ptr<T> kc, Ptr<T> vc, Ptr<f32> part, Ptr<i32> pos, I32 C, I32 Tmax,
-                  F32 scale) const {
+  void operator()(Ptr<T> qkv, Ptr<T> kc, Ptr<T> vc, Ptr<f32> part, Ptr<i32> counter, Ptr<T> out,
+                  Ptr<i32> pos, I32 C, I32 Tmax, F32 scale) const {
     auto b = program_id(0), h = program_id(1), s = program_id(2);
     auto H = num_programs(1), S = num_programs(2);
     auto len = load(pos + b) + 1;
@@ -94,29 +97,25 @@ template <class T, int BN_, int D_, int CHUNK> struct AttentionDecodeSplit {
       auto alpha = exp(m - m_new);
       return std::tuple{m_new, l * alpha + sum(p), acc * alpha + sum<0>(v * expand_dims<1>(p))};
     });
-    auto base = part + ((b * H + h) * S + s) * (D + 2);
+    auto parts = part + (b * H + h) * S * (D + 2);
+    auto base = parts + s * (D + 2);
     store(base + rd, acc);
     store(base + D, m);
     store(base + D + 1, l);
-  }
-};
-
-/// Merges the S parts of AttentionDecodeSplit: out = sum_s e^(m_s - M) acc_s /
-/// sum_s e^(m_s - M) l_s with M = max_s m_s. Grid: (B, H).
-template <class T, int D, int SMAX> struct AttentionCombine {
-  void operator()(Ptr<f32> part, Ptr<T> out, I32 C, I32 S) const {
-    auto b = program_id(0), h = program_id(1), H = num_programs(1);
+    // Only the last program's loads and stores below run (the others' are
+    // masked off); its atomic_add also makes every part visible to it.
+    auto last = atomic_add(counter + b * H + h, 1) == S - 1;
     auto rs = arange<SMAX>();
-    auto rd = arange<D>();
-    auto base = part + (b * H + h) * S * (D + 2);
-    auto ms = load(base + rs * (D + 2) + D, rs < S, kMaskedScore);
-    auto ls = load(base + rs * (D + 2) + D + 1, rs < S, 0.0f);
+    auto used = (rs < S) & last;
+    auto ms = load(parts + rs * (D + 2) + D, used, kMaskedScore);
+    auto ls = load(parts + rs * (D + 2) + D + 1, used, 0.0f);
     auto top = max(ms);
-    auto w = where(rs < S, exp(ms - top), 0.0f); // (SMAX)
-    auto accs = load(base + expand_dims<1>(rs) * (D + 2) + expand_dims<0>(rd),
-                     expand_dims<1>(rs < S), 0.0f);
+    auto w = where(used, exp(ms - top), 0.0f); // (SMAX)
+    auto accs = load(parts + expand_dims<1>(rs) * (D + 2) + expand_dims<0>(rd),
+                     expand_dims<1>(used), 0.0f);
     auto o = sum<0>(accs * expand_dims<1>(w)) / sum(w * ls);
-    store(out + b * C + h * D + rd, cast<T>(o));
+    store(out + b * C + h * D + rd, cast<T>(o), (rd < D) & last);
+    store(counter + b * H + h, I32(0), last);
   }
 };
 
