@@ -102,20 +102,22 @@ template <class T, int BN_, int D_, int CHUNK, int SMAX> struct AttentionDecode 
     store(base + rd, acc);
     store(base + D, m);
     store(base + D + 1, l);
-    // Only the last program's loads and stores below run (the others' are
-    // masked off); its atomic_add also makes every part visible to it.
+    // The last program of (b, h) merges the parts: a loop of one iteration
+    // for it and none for the others. Its atomic_add made every part visible.
     auto last = atomic_add(counter + b * H + h, 1) == S - 1;
-    auto rs = arange<SMAX>();
-    auto used = (rs < S) & last;
-    auto ms = load(parts + rs * (D + 2) + D, used, kMaskedScore);
-    auto ls = load(parts + rs * (D + 2) + D + 1, used, 0.0f);
-    auto top = max(ms);
-    auto w = where(used, exp(ms - top), 0.0f); // (SMAX)
-    auto accs = load(parts + expand_dims<1>(rs) * (D + 2) + expand_dims<0>(rd),
-                     expand_dims<1>(used), 0.0f);
-    auto o = sum<0>(accs * expand_dims<1>(w)) / sum(w * ls);
-    store(out + b * C + h * D + rd, cast<T>(o), (rd < D) & last);
-    store(counter + b * H + h, I32(0), last);
+    for_range(0, where(last, I32(1), I32(0)), 1, [&](I32) {
+      auto rs = arange<SMAX>();
+      auto used = rs < S;
+      auto ms = load(parts + rs * (D + 2) + D, used, kMaskedScore);
+      auto ls = load(parts + rs * (D + 2) + D + 1, used, 0.0f);
+      auto accs = load(parts + expand_dims<1>(rs) * (D + 2) + expand_dims<0>(rd),
+                       expand_dims<1>(used), 0.0f);
+      auto top = max(ms);
+      auto w = where(used, exp(ms - top), 0.0f); // (SMAX)
+      auto o = sum<0>(accs * expand_dims<1>(w)) / sum(w * ls);
+      store(out + b * C + h * D + rd, cast<T>(o));
+      store(counter + b * H + h, I32(0));
+    });
   }
 };
 
