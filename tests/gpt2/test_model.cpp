@@ -384,4 +384,24 @@ TEST_CASE("GPT-2 124M on the GPU matches HF transformers in fp32, fp16 and bf16"
       CHECK((checked == g.greedy.size() || g.gaps[checked] < bound));
   }
 }
+
+TEST_CASE("a long fp16 prefill (128x128 tiles) agrees with a short one (64x64) on their rows") {
+  Golden g = readGolden(goldenDir() + "/124M_fp32.json");
+  Weights w = Weights::random(g.config, g.seed);
+  Model model(w, target(), Precision::F16);
+  std::vector<int32_t> prompt;
+  for (int t = 0; t < 900; ++t)
+    prompt.push_back(int32_t((t * 7919) % 50000));
+  std::vector<float> all = model.logits(prompt);
+  const std::size_t rows = 100, V = std::size_t(g.config.vocab_size);
+  std::vector<float> part = model.logits(std::vector<int32_t>(prompt.begin(), prompt.begin() + rows));
+  double worst = 0, span = 0;
+  for (std::size_t i = 0; i < rows * V; ++i) {
+    worst = std::max(worst, double(std::abs(all[i] - part[i])));
+    span = std::max(span, double(std::abs(part[i])));
+  }
+  MESSAGE("900-token prefill vs 100-token prefill, rows 0-99: max |difference| = " << worst
+          << " (largest |logit| " << span << ")");
+  CHECK(worst <= 2e-2 * span);
+}
 #endif

@@ -284,8 +284,10 @@ int main(int argc, char **argv) {
                                          std::to_string(e.graph_replays) + " times"
                                    : ", launched one by one")
                 << "\n"
-                << "time: weights " << loadSeconds << " s, kernels ready " << readySeconds
-                << " s, first token " << firstToken << " s, " << generated << " tokens in "
+                << "time since start: tokenizer and weights loaded " << loadSeconds
+                << " s, model ready " << readySeconds << " s (weights to the device "
+                << e.prepare_seconds << " s, kernels " << e.kernels_seconds
+                << " s), first token " << firstToken << " s; " << generated << " tokens in "
                 << total - readySeconds << " s\n";
     }
     return 0;

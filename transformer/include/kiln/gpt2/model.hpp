@@ -59,6 +59,8 @@ struct Explain {
   bool decode_graph = false;
   int graph_replays = 0;
   double compile_seconds = 0;
+  double prepare_seconds = 0; ///< wall time converting, transposing and copying the weights
+  double kernels_seconds = 0; ///< wall time getting every kernel ready (compile or cache)
 };
 
 /// Where the time of one decode step goes (Model::profile_decode).
