@@ -331,16 +331,6 @@ template <class D> struct ModelImpl final : Model::Impl {
       add<ops::MatmulBiasResidual<D, 64, 64, 32>>("proj_residual");
       add<ops::MatmulBiasGelu<D, 64, 64, 32>>("fc_gelu");
       add<ops::Matmul<D, 64, 64, 32>>("lm_head");
-      if constexpr (!std::is_same_v<D, f32>) {
-        // Large 16-bit prefills: 128x128 tiles (the autotuned shape for big
-        // products) once they fill the GPU.
-        CompileOptions big;
-        big.num_stages = 1;
-        add<ops::MatmulBias<D, 128, 128, 32>>("qkv_128", big);
-        add<ops::MatmulBiasResidual<D, 128, 128, 32>>("proj_residual_128", big);
-        add<ops::MatmulBiasGelu<D, 128, 128, 32>>("fc_gelu_128", big);
-        add<ops::Matmul<D, 128, 128, 32>>("lm_head_128", big);
-      }
       add<ops::Matmul<D, 16, 64, 64>>("lm_head_decode");
     } else {
       add<ops::MatmulBias<D, 32, 32, 16>>("qkv");
@@ -401,11 +391,6 @@ template <class D> struct ModelImpl final : Model::Impl {
     bool few = M <= 16; // a decode step without decode kernels: 16-row tiles
     std::string name = few && role == "lm_head" ? "lm_head_decode" : role;
     int bm = few && role == "lm_head" ? 16 : gpu ? 64 : 32, bn = gpu ? 64 : 32;
-    constexpr int kSms = 132; // H100 / H200
-    if (kernels.count(role + "_128") && ceil_div(M, 128) * ceil_div(N, 128) >= kSms) {
-      name = role + "_128";
-      bm = bn = 128;
-    }
     std::vector<KernelArg> args{arg(a), arg(b)};
     if (bias)
       args.push_back(arg(bias));
