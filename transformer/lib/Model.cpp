@@ -459,7 +459,7 @@ template <class D> struct ModelImpl final : Model::Impl {
   }
 
   /// A decode step's blocks with the decode kernels: five launches per
-  /// layer (layernorm + QKV + cache write; attention in two; projection +
+  /// layer (layernorm + QKV + cache write; attention; projection +
   /// residual; layernorm + fc + gelu; projection + residual).
   void decodeBlocks(int rows) {
     int C = cfg.n_embd;
