@@ -135,7 +135,10 @@ def ConvertKilnToGpu : Pass<"convert-kiln-to-gpu", "mlir::ModuleOp"> {
     reductions fold each result's row in a loop. A reduction or argmax of a
     distributed 1-D tile to a scalar combines per thread, then across the
     warp with butterfly shuffles, then across warps through shared memory.
-    Argmax along an axis and `kiln.dot` go through shared memory. `dot` runs on tensor cores when it
+    Argmax along an axis and `kiln.dot` go through shared memory.
+    `kiln.atomic_add` is one `atom` by thread 0 between GPU-scope
+    acquire-release fences and barriers, its result shared through shared
+    memory. `dot` runs on tensor cores when it
     can (f16/bf16 operands, M a multiple of 16 per warp row, N of 8 per warp
     column, K of 16). Its operands are staged in shared memory, or read in
     place when they come from a `kiln.local_load`. Each warp loads mma
