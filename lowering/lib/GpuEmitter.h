@@ -351,6 +351,17 @@ private:
   }
   void reserveSmem(int64_t bytes) { smemBytes = std::max(smemBytes, scratchBase + bytes); }
   void barrier() { gpu::BarrierOp::create(b, loc); }
+  /// Emits `body` under `cond` (an scf.if without else); unconditionally
+  /// when `cond` is null.
+  void onlyIf(Value cond, function_ref<void()> body) {
+    if (!cond)
+      return body();
+    auto ifOp = scf::IfOp::create(b, loc, cond, false);
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(ifOp.thenBlock());
+    body();
+  }
+  Value isZero(Value x) { return arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, x, i32(0)); }
 
   void storeSmem(int64_t base, Value index, Value v) {
     Value x = v.getType().isInteger(1) ? Value(arith::ExtUIOp::create(b, loc, b.getI8Type(), v)) : v;

@@ -207,15 +207,11 @@ LogicalResult Emitter::emitAtomicAdd(kiln::AtomicAddOp op) {
   LLVM::FenceOp::create(b, loc, LLVM::AtomicOrdering::acq_rel, "device");
   barrier();
   reserveSmem(4);
-  Value isFirst = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, tid, i32(0));
-  auto ifOp = scf::IfOp::create(b, loc, isFirst, false);
-  {
-    OpBuilder::InsertionGuard guard(b);
-    b.setInsertionPointToStart(ifOp.thenBlock());
+  onlyIf(isZero(tid), [&] {
     Value old = LLVM::AtomicRMWOp::create(b, loc, LLVM::AtomicBinOp::add, globalPtr(get(op.getPtr())[0]),
                                           get(op.getValue())[0], LLVM::AtomicOrdering::acq_rel, "device");
     storeSmem(0, i32(0), old);
-  }
+  });
   barrier();
   values[op] = {loadSmem(0, i32(0), b.getI32Type())};
   barrier();

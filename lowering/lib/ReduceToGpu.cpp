@@ -154,13 +154,7 @@ LogicalResult Emitter::emitReduce(kiln::ReduceOp red) {
     int warps = threads / 32;
     if (warps > 1) {
       reserveSmem(warps * byteSize(accType));
-      Value isLane0 = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, lane, i32(0));
-      auto ifOp = scf::IfOp::create(b, loc, isLane0, false);
-      {
-        OpBuilder::InsertionGuard guard(b);
-        b.setInsertionPointToStart(ifOp.thenBlock());
-        storeSmem(0, warp, acc);
-      }
+      onlyIf(isZero(lane), [&] { storeSmem(0, warp, acc); });
       barrier();
       acc = loadSmem(0, i32(0), accType);
       for (int w = 1; w < warps; ++w)
@@ -234,15 +228,6 @@ std::optional<SmallVector<Value>> Emitter::reduceAxisInParallel(kiln::ReduceOp r
                   gpu::ShuffleOp::create(b, loc, x, i32(off), i32(32), gpu::ShuffleMode::XOR).getShuffleResult());
     return x;
   };
-  auto onlyIf = [&](Value cond, function_ref<void()> body) {
-    if (!cond)
-      return body();
-    auto ifOp = scf::IfOp::create(b, loc, cond, false);
-    OpBuilder::InsertionGuard guard(b);
-    b.setInsertionPointToStart(ifOp.thenBlock());
-    body();
-  };
-  auto eq = [&](Value x, int64_t v) { return arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, x, i32(v)); };
   Layout ld = layoutOf(red.getType());
   SmallVector<Value> in = get(red.getSrc()), out;
   auto finish = [&](Value v) { return narrowFloat ? Value(arith::TruncFOp::create(b, loc, elemType, v)) : v; };
@@ -262,7 +247,7 @@ std::optional<SmallVector<Value>> Emitter::reduceAxisInParallel(kiln::ReduceOp r
         x = combine(red.getKind(), x, widen(in[g * vec + v]));
       x = shuffleDown(x, S / 2, 1);
       Value seg = arith::DivUIOp::create(b, loc, arith::AddIOp::create(b, loc, tid, i32(g * T)), i32(S));
-      onlyIf(S == 1 ? Value() : eq(laneInSeg, 0), [&] { storeSmem(0, seg, x); });
+      onlyIf(S == 1 ? Value() : isZero(laneInSeg), [&] { storeSmem(0, seg, x); });
     }
     barrier();
     for (int64_t j = 0; j < ld.perThread; ++j) {
@@ -356,15 +341,9 @@ SmallVector<Value> Emitter::foldAlong(Value src, Type resultType, int64_t axis, 
       });
       storeSmem(resBase, r, loop.getResult(0));
     };
-    if ((i + 1) * threads <= nRes) {
-      fold();
-    } else {
-      Value inRange = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt, r, i32(nRes));
-      auto ifOp = scf::IfOp::create(b, loc, inRange, false);
-      OpBuilder::InsertionGuard guard(b);
-      b.setInsertionPointToStart(ifOp.thenBlock());
-      fold();
-    }
+    bool whole = (i + 1) * threads <= nRes;
+    onlyIf(whole ? Value() : Value(arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt, r, i32(nRes))),
+           fold);
   }
   barrier();
   Layout ld = layoutOf(resultType);
@@ -418,14 +397,10 @@ LogicalResult Emitter::emitArgMax(kiln::ArgMaxOp am) {
       Type valType = best.getType();
       int64_t idxBase = (warps * byteSize(valType) + 15) / 16 * 16;
       reserveSmem(idxBase + warps * 4);
-      Value isLane0 = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, lane, i32(0));
-      auto ifOp = scf::IfOp::create(b, loc, isLane0, false);
-      {
-        OpBuilder::InsertionGuard guard(b);
-        b.setInsertionPointToStart(ifOp.thenBlock());
+      onlyIf(isZero(lane), [&] {
         storeSmem(0, warp, best);
         storeSmem(idxBase, warp, at);
-      }
+      });
       barrier();
       best = loadSmem(0, i32(0), valType);
       at = loadSmem(idxBase, i32(0), b.getI32Type());

@@ -14,10 +14,10 @@
 #include <chrono>
 #include <cmath>
 #include <cstring>
-#include <type_traits>
 #include <map>
 #include <mutex>
 #include <optional>
+#include <utility>
 
 namespace kiln::gpt2 {
 
@@ -266,28 +266,41 @@ template <class D> struct ModelImpl final : Model::Impl {
   /// Embedding widths with decode-step kernels (their K is a compile-time
   /// constant): GPT-2's, and 64 for small test models. Other widths decode
   /// with the prefill kernels.
-  static bool decodeWidth(int C) {
-    return C == 64 || C == 768 || C == 1024 || C == 1280 || C == 1600;
+  using DecodeWidths = std::integer_sequence<int, 64, 768, 1024, 1280, 1600>;
+  template <int... E> static bool decodeWidthIn(int C, std::integer_sequence<int, E...>) {
+    return ((C == E) || ...);
   }
+  static bool decodeWidth(int C) { return decodeWidthIn(C, DecodeWidths{}); }
   static constexpr int kDecodeRows = 8; ///< decode kernels for 1 row and for up to 8
-  /// Output columns per program of the decode kernels, by role and rows.
-  static int decodeColumns(const std::string &role, int bm) {
-    if (bm > 1 || role == "decode_proj" || role == "decode_mlp")
-      return 4;
-    return role == "decode_head" ? 16 : 8;
-  }
   bool fastDecode(int rows) const { return rows <= kDecodeRows && decodeWidth(cfg.n_embd); }
+  /// Output columns per program of each decode kernel (its BN).
+  std::map<std::string, int> decodeBlockColumns;
+  template <class K> void addDecode(const std::string &name) {
+    decodeBlockColumns[name] = K::BN;
+    add<K>(name);
+  }
+  /// Launches decode kernel `role` over N output columns: its one-row
+  /// variant for one row, its kDecodeRows variant otherwise.
+  void decodeLaunch(const std::string &role, int rows, int N,
+                    std::initializer_list<KernelArg> args) {
+    std::string name = role + std::to_string(rows == 1 ? 1 : kDecodeRows);
+    launch(name, Grid(ceil_div(N, decodeBlockColumns.at(name))), args);
+  }
 
+  template <int... E> void addDecodeKernelsFor(int C, std::integer_sequence<int, E...>) {
+    ((C == E ? addDecodeKernels<E>() : void()), ...);
+  }
   template <int E> void addDecodeKernels() {
-    using ops::DecodeEpilogue;
+    using ops::DecodeLinear;
+    using enum ops::DecodeEpilogue;
     constexpr int KC = 256;
     auto rows = [&]<int BM, int BN, int BH>() {
       std::string s = std::to_string(BM);
-      add<ops::DecodeQkv<D, BM, BN, E, KC>>("decode_qkv" + s);
-      add<ops::DecodeLinear<D, BM, 4, E, KC, false, DecodeEpilogue::BiasResidual>>("decode_proj" + s);
-      add<ops::DecodeLinear<D, BM, BN, E, KC, true, DecodeEpilogue::BiasGelu>>("decode_fc" + s);
-      add<ops::DecodeLinear<D, BM, 4, 4 * E, KC, false, DecodeEpilogue::BiasResidual>>("decode_mlp" + s);
-      add<ops::DecodeLinear<D, BM, BH, E, KC, true, DecodeEpilogue::None>>("decode_head" + s);
+      addDecode<ops::DecodeQkv<D, BM, BN, E, KC>>("decode_qkv" + s);
+      addDecode<DecodeLinear<D, BM, 4, E, KC, false, BiasResidual>>("decode_proj" + s);
+      addDecode<DecodeLinear<D, BM, BN, E, KC, true, BiasGelu>>("decode_fc" + s);
+      addDecode<DecodeLinear<D, BM, 4, 4 * E, KC, false, BiasResidual>>("decode_mlp" + s);
+      addDecode<DecodeLinear<D, BM, BH, E, KC, true, None>>("decode_head" + s);
     };
     rows.template operator()<1, 8, 16>();
     rows.template operator()<kDecodeRows, 4, 4>();
@@ -295,25 +308,7 @@ template <class D> struct ModelImpl final : Model::Impl {
 
   void compileKernels() {
     int C = cfg.n_embd, hd = cfg.head_dim();
-    switch (C) {
-    case 64:
-      addDecodeKernels<64>();
-      break;
-    case 768:
-      addDecodeKernels<768>();
-      break;
-    case 1024:
-      addDecodeKernels<1024>();
-      break;
-    case 1280:
-      addDecodeKernels<1280>();
-      break;
-    case 1600:
-      addDecodeKernels<1600>();
-      break;
-    default:
-      break;
-    }
+    addDecodeKernelsFor(C, DecodeWidths{});
     if (C > 2048)
       throw Error("gpt2: n_embd " + std::to_string(C) +
                   " is wider than the layernorm kernel (2048)");
@@ -463,27 +458,24 @@ template <class D> struct ModelImpl final : Model::Impl {
   /// residual; layernorm + fc + gelu; projection + residual).
   void decodeBlocks(int rows) {
     int C = cfg.n_embd;
-    int bm = rows == 1 ? 1 : kDecodeRows;
-    std::string s = std::to_string(bm);
-    auto grid = [&](const std::string &role, int N) {
-      return Grid(ceil_div(N, decodeColumns(role, bm)));
-    };
     const float eps = 1e-5f;
     for (Layer &l : layers) {
-      launch("decode_qkv" + s, grid("decode_qkv", 3 * C),
-             {arg(x.data()), arg(l.ln1w.data()), arg(l.ln1b.data()), arg(l.attnWt.data()),
-              arg(l.attnB.data()), arg(qkv.data()), arg(pos.data()), arg(l.kc.data()),
-              arg(l.vc.data()), arg(rows), arg(3 * C), arg(Tmax), arg(eps)});
+      decodeLaunch("decode_qkv", rows, 3 * C,
+                   {arg(x.data()), arg(l.ln1w.data()), arg(l.ln1b.data()), arg(l.attnWt.data()),
+                    arg(l.attnB.data()), arg(qkv.data()), arg(pos.data()), arg(l.kc.data()),
+                    arg(l.vc.data()), arg(rows), arg(3 * C), arg(Tmax), arg(eps)});
       decodeAttention(l, rows);
-      launch("decode_proj" + s, grid("decode_proj", C),
-             {arg(att.data()), arg(att.data()), arg(att.data()), arg(l.projWt.data()),
-              arg(l.projB.data()), arg(x.data()), arg(x.data()), arg(rows), arg(C), arg(eps)});
-      launch("decode_fc" + s, grid("decode_fc", 4 * C),
-             {arg(x.data()), arg(l.ln2w.data()), arg(l.ln2b.data()), arg(l.fcWt.data()),
-              arg(l.fcB.data()), arg(fc.data()), arg(fc.data()), arg(rows), arg(4 * C), arg(eps)});
-      launch("decode_mlp" + s, grid("decode_mlp", C),
-             {arg(fc.data()), arg(fc.data()), arg(fc.data()), arg(l.mlpWt.data()),
-              arg(l.mlpB.data()), arg(x.data()), arg(x.data()), arg(rows), arg(C), arg(eps)});
+      decodeLaunch("decode_proj", rows, C,
+                   {arg(att.data()), arg(att.data()), arg(att.data()), arg(l.projWt.data()),
+                    arg(l.projB.data()), arg(x.data()), arg(x.data()), arg(rows), arg(C),
+                    arg(eps)});
+      decodeLaunch("decode_fc", rows, 4 * C,
+                   {arg(x.data()), arg(l.ln2w.data()), arg(l.ln2b.data()), arg(l.fcWt.data()),
+                    arg(l.fcB.data()), arg(fc.data()), arg(fc.data()), arg(rows), arg(4 * C),
+                    arg(eps)});
+      decodeLaunch("decode_mlp", rows, C,
+                   {arg(fc.data()), arg(fc.data()), arg(fc.data()), arg(l.mlpWt.data()),
+                    arg(l.mlpB.data()), arg(x.data()), arg(x.data()), arg(rows), arg(C), arg(eps)});
     }
   }
 
@@ -576,10 +568,10 @@ template <class D> struct ModelImpl final : Model::Impl {
             arg(C)});
     blocks(B, /*prefill=*/false, 0);
     if (fastDecode(B)) { // the final layernorm and the tied head, on wte itself ([V, C])
-      int bm = B == 1 ? 1 : kDecodeRows;
-      launch("decode_head" + std::to_string(bm), Grid(ceil_div(V, decodeColumns("decode_head", bm))),
-             {arg(x.data()), arg(lnfw.data()), arg(lnfb.data()), arg(wte.data()), arg(wte.data()),
-              arg(logitsBuf.data()), arg(logitsBuf.data()), arg(B), arg(V), arg(1e-5f)});
+      decodeLaunch("decode_head", B, V,
+                   {arg(x.data()), arg(lnfw.data()), arg(lnfb.data()), arg(wte.data()),
+                    arg(wte.data()), arg(logitsBuf.data()), arg(logitsBuf.data()), arg(B), arg(V),
+                    arg(1e-5f)});
     } else {
       layernorm(x, lnfw, lnfb, h, B);
       matmul("lm_head", B, V, C, h.data(), wteT.data(), nullptr, nullptr, logitsBuf.data());
