@@ -58,6 +58,9 @@ private:
   Location loc;
   int threads;
   gpu::GPUModuleOp module;
+  /// Vector-load groups given a branch to their element-load path so far
+  /// (see loadGroup).
+  int slowPaths = 0;
   Value tid, lane, warp;
   DenseMap<Value, SmallVector<Value>> values;
   int64_t smemBytes = 0;
@@ -520,6 +523,9 @@ private:
                                ArrayRef<Value> fills);
 
   Value loadOne(Type elemType, Value addr, Value mask, Value fill);
+  /// loadOne of each element of a group (masks and fills may be empty).
+  SmallVector<Value> loadElements(Type elemType, ArrayRef<Value> addrs, ArrayRef<Value> masks,
+                                  ArrayRef<Value> fills);
 
   LogicalResult emitLoad(kiln::LoadOp ld);
 

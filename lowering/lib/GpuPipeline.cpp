@@ -3,6 +3,7 @@
 
 #include "mlir/Dialect/GPU/IR/CompilationInterfaces.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/LLVMIR/NVVMDialect.h"
 #include "mlir/Pass/PassRegistry.h"
 
@@ -43,6 +44,14 @@ bool kiln::translateToPtx(ModuleOp module, StringRef chip, StringRef cudaPath, s
     error = "no gpu.module to translate";
     return false;
   }
+  // Multiplies and adds may contract into fma (as in CUDA C++ and Triton by
+  // default): one rounding instead of two, and half the instructions of a
+  // dot product.
+  gpuModule.walk([](LLVM::FastmathFlagsInterface op) {
+    auto flags = op.getFastmathAttr() ? op.getFastmathAttr().getValue() : LLVM::FastmathFlags::none;
+    op->setAttr(op.getFastmathAttrName(),
+                LLVM::FastmathFlagsAttr::get(op->getContext(), flags | LLVM::FastmathFlags::contract));
+  });
   auto target = NVVM::NVVMTargetAttr::get(module.getContext(), /*optLevel=*/3,
                                           "nvptx64-nvidia-cuda", chip, /*features=*/"");
   auto keepIR = [&](llvm::Module &m) {

@@ -1,6 +1,8 @@
 //===- MemoryToGpu.cpp - kiln addptr/load/store as per-thread accesses ----===//
 #include "GpuEmitter.h"
 
+#include "mlir/IR/Matchers.h"
+
 namespace kiln::gpu_lowering {
 
 LogicalResult Emitter::emitAddPtr(kiln::AddPtrOp ap) {
@@ -76,33 +78,73 @@ Value Emitter::predicatedLoad(Type type, Value addr, Value pred) {
   return v.getType() == type ? v : Value(LLVM::BitcastOp::create(b, loc, type, v));
 }
 
+SmallVector<Value> Emitter::loadElements(Type elemType, ArrayRef<Value> addrs, ArrayRef<Value> masks,
+                                         ArrayRef<Value> fills) {
+  SmallVector<Value> parts;
+  for (std::size_t i = 0; i < addrs.size(); ++i)
+    parts.push_back(loadOne(elemType, addrs[i], masks.empty() ? Value() : masks[i],
+                            fills.empty() ? Value() : fills[i]));
+  return parts;
+}
+
 SmallVector<Value> Emitter::loadGroup(Type elemType, ArrayRef<Value> addrs, ArrayRef<Value> masks,
                              ArrayRef<Value> fills) {
   int64_t width = addrs.size();
   auto vecType = VectorType::get({width}, elemType);
   int64_t bytes = width * byteSize(elemType);
   Value fast = vectorizable(addrs[0], bytes, masks);
-  if (bytes % 4 == 0 && bytes <= 16 && byteSize(elemType) >= 2 && !isa<kiln::PtrType>(elemType)) {
-    // Branch-free: a predicated vector load, and predicated element loads
-    // for a group that cannot use it (misaligned or partly masked), so the
-    // loads of consecutive groups are all in flight together.
+  Value notFast = arith::XOrIOp::create(b, loc, fast, arith::ConstantOp::create(b, loc, b.getBoolAttr(true)));
+  bool predicable = bytes % 4 == 0 && bytes <= 16 && byteSize(elemType) >= 2 && !isa<kiln::PtrType>(elemType);
+  // Past this many branches in one kernel, ptxas's register allocation
+  // breaks down (a 12-chunk, 8-row decode product went from no spills to
+  // 14 KB of them): later groups use the branch-free form below.
+  constexpr int kMaxSlowPaths = 48;
+  if (predicable && slowPaths < kMaxSlowPaths) {
+    ++slowPaths;
+    // A predicated vector load, in line, so that the loads of consecutive
+    // groups are all in flight together; element loads only for a group that
+    // cannot use it (misaligned or partly masked), behind a branch that is
+    // rarely taken. Nothing on the common path reads the loaded registers,
+    // so no thread waits for a load before issuing the next.
     Value v = predicatedLoad(vecType, addrs[0], fast);
-    Value slow = arith::XOrIOp::create(b, loc, fast, arith::ConstantOp::create(b, loc, b.getBoolAttr(true)));
-    Type bits = b.getIntegerType(unsigned(byteSize(elemType) * 8));
-    SmallVector<Value> out;
-    for (int64_t i = 0; i < width; ++i) {
-      Value pred = masks.empty() ? slow : Value(arith::AndIOp::create(b, loc, slow, masks[i]));
-      Value one = predicatedLoad(bits, addrs[i], pred);
-      if (bits != elemType)
-        one = LLVM::BitcastOp::create(b, loc, elemType, one);
-      if (!fills.empty() && !masks.empty())
-        one = arith::SelectOp::create(b, loc, masks[i], one, fills[i]);
-      Value lane = LLVM::ExtractElementOp::create(b, loc, v, i32(i));
-      out.push_back(arith::SelectOp::create(b, loc, fast, lane, one));
+    Value slow = notFast;
+    // A masked-off group holds its fill: zeros are what the skipped vector
+    // load left, other fills are taken on the slow path.
+    bool zeroFill = llvm::all_of(fills, [](Value f) {
+      return matchPattern(f, m_Zero()) || matchPattern(f, m_PosZeroFloat());
+    });
+    if (!masks.empty() && zeroFill) {
+      Value any = masks[0];
+      for (Value m : masks.drop_front())
+        if (m != masks[0])
+          any = arith::OrIOp::create(b, loc, any, m);
+      slow = arith::AndIOp::create(b, loc, slow, any);
     }
+    auto ifOp = scf::IfOp::create(
+        b, loc, slow,
+        [&](OpBuilder &bb, Location ll) {
+          OpBuilder::InsertionGuard guard(b);
+          b.setInsertionPoint(bb.getInsertionBlock(), bb.getInsertionPoint());
+          scf::YieldOp::create(b, ll, pack(loadElements(elemType, addrs, masks, fills)));
+        },
+        [&](OpBuilder &bb, Location ll) { scf::YieldOp::create(bb, ll, v); });
+    SmallVector<Value> out;
+    for (int64_t i = 0; i < width; ++i)
+      out.push_back(LLVM::ExtractElementOp::create(b, loc, ifOp.getResult(0), i32(i)));
     return out;
   }
-  SmallVector<Type> types(width, elemType);
+  if (predicable) {
+    // Branch-free: the predicated vector load, and predicated element loads
+    // for a group that cannot use it (more instructions on the common path).
+    Value v = predicatedLoad(vecType, addrs[0], fast);
+    SmallVector<Value> slowMasks;
+    for (int64_t i = 0; i < width; ++i)
+      slowMasks.push_back(masks.empty() ? notFast : Value(arith::AndIOp::create(b, loc, notFast, masks[i])));
+    SmallVector<Value> parts = loadElements(elemType, addrs, slowMasks, fills);
+    for (int64_t i = 0; i < width; ++i)
+      parts[i] = arith::SelectOp::create(b, loc, fast, LLVM::ExtractElementOp::create(b, loc, v, i32(i)), parts[i]);
+    return parts;
+  }
   auto ifOp = scf::IfOp::create(
       b, loc, fast,
       [&](OpBuilder &bb, Location ll) {
@@ -117,17 +159,26 @@ SmallVector<Value> Emitter::loadGroup(Type elemType, ArrayRef<Value> addrs, Arra
       [&](OpBuilder &bb, Location ll) {
         OpBuilder::InsertionGuard guard(b);
         b.setInsertionPoint(bb.getInsertionBlock(), bb.getInsertionPoint());
-        SmallVector<Value> parts;
-        for (int64_t i = 0; i < width; ++i)
-          parts.push_back(loadOne(elemType, addrs[i], masks.empty() ? Value() : masks[i],
-                                  fills.empty() ? Value() : fills[i]));
-        scf::YieldOp::create(b, ll, parts);
+        scf::YieldOp::create(b, ll, loadElements(elemType, addrs, masks, fills));
       });
   return SmallVector<Value>(ifOp.getResults().begin(), ifOp.getResults().end());
 }
 
 Value Emitter::loadOne(Type elemType, Value addr, Value mask, Value fill) {
-  return kiln::emitMaskedLoad(b, loc, elemType, addr, mask, fill, /*addrSpace=*/1);
+  int64_t bytes = byteSize(elemType);
+  if (!mask || isa<kiln::PtrType>(elemType) || (bytes != 2 && bytes != 4 && bytes != 8))
+    return kiln::emitMaskedLoad(b, loc, elemType, addr, mask, fill, /*addrSpace=*/1);
+  // A predicated load rather than a branch around one: a branch makes the
+  // thread wait for each load in turn where its value is used (a convert, a
+  // select), so a few masked scalar loads would cost a memory round trip
+  // each.
+  Value v = predicatedLoad(b.getIntegerType(unsigned(bytes * 8)), addr, mask);
+  if (v.getType() != elemType)
+    v = LLVM::BitcastOp::create(b, loc, elemType, v);
+  // The destination was zeroed: a zero fill needs no select.
+  if (!fill || matchPattern(fill, m_Zero()) || matchPattern(fill, m_PosZeroFloat()))
+    return v;
+  return arith::SelectOp::create(b, loc, mask, v, fill);
 }
 
 LogicalResult Emitter::emitLoad(kiln::LoadOp ld) {

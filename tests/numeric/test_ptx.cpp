@@ -117,6 +117,7 @@ TEST_CASE("decode linear layers stream their weights with 16-byte loads") {
   check_kernel<ops::DecodeLinear<f16, 1, 8, 768, 256, true, DecodeEpilogue::BiasGelu>>("ld.global.v4");
   check_kernel<ops::DecodeLinear<f16, 1, 4, 3072, 256, false, DecodeEpilogue::BiasResidual>>("ld.global.v4");
   check_kernel<ops::DecodeLinear<bf16, 8, 4, 768, 256, true, DecodeEpilogue::None>>("ld.global.v4");
+  check_kernel<ops::DecodeLinear<f16, 8, 4, 3072, 256, false, DecodeEpilogue::BiasResidual>>("ld.global.v4");
 }
 
 TEST_CASE("unknown architectures are rejected") {

@@ -300,9 +300,9 @@ template <class D> struct ModelImpl final : Model::Impl {
       addDecode<DecodeLinear<D, BM, 4, E, KC, false, BiasResidual>>("decode_proj" + s);
       addDecode<DecodeLinear<D, BM, BN, E, KC, true, BiasGelu>>("decode_fc" + s);
       addDecode<DecodeLinear<D, BM, 4, 4 * E, KC, false, BiasResidual>>("decode_mlp" + s);
-      addDecode<DecodeLinear<D, BM, BH, E, KC, true, None>>("decode_head" + s);
+      addDecode<DecodeLinear<D, BM, BH, E, KC, false, None>>("decode_head" + s);
     };
-    rows.template operator()<1, 8, 16>();
+    rows.template operator()<1, 8, 8>();
     rows.template operator()<kDecodeRows, 4, 4>();
   }
 
@@ -319,7 +319,13 @@ template <class D> struct ModelImpl final : Model::Impl {
     add<ops::Embedding<D, 256>>("embedding");
     add<ops::KvWrite<D, 256>>("kv_write");
     add<ops::GatherRows<D, 256>>("gather");
-    add<ops::ArgmaxRows<D, 1024>>("argmax");
+    {
+      // A vocabulary row in 7 sweeps rather than 50: each sweep waits on
+      // its loads.
+      CompileOptions wide;
+      wide.num_warps = 8;
+      add<ops::ArgmaxRows<D, 8192>>("argmax", wide);
+    }
     add<ops::SampleRows<D, 1024>>("sample");
     if (gpu) {
       add<ops::MatmulBias<D, 64, 64, 32>>("qkv");
@@ -567,13 +573,14 @@ template <class D> struct ModelImpl final : Model::Impl {
            {arg(next.data()), arg(pos.data()), arg(wte.data()), arg(wpe.data()), arg(x.data()),
             arg(C)});
     blocks(B, /*prefill=*/false, 0);
-    if (fastDecode(B)) { // the final layernorm and the tied head, on wte itself ([V, C])
+    // The final layernorm once, rather than in every program of the head
+    // (thousands of them, each then waiting on its own statistics).
+    layernorm(x, lnfw, lnfb, h, B);
+    if (fastDecode(B)) { // the tied head on wte itself ([V, C])
       decodeLaunch("decode_head", B, V,
-                   {arg(x.data()), arg(lnfw.data()), arg(lnfb.data()), arg(wte.data()),
-                    arg(wte.data()), arg(logitsBuf.data()), arg(logitsBuf.data()), arg(B), arg(V),
-                    arg(1e-5f)});
+                   {arg(h.data()), arg(h.data()), arg(h.data()), arg(wte.data()), arg(wte.data()),
+                    arg(logitsBuf.data()), arg(logitsBuf.data()), arg(B), arg(V), arg(1e-5f)});
     } else {
-      layernorm(x, lnfw, lnfb, h, B);
       matmul("lm_head", B, V, C, h.data(), wteT.data(), nullptr, nullptr, logitsBuf.data());
     }
     choose(logitsBuf.data(), next.data(), pos.data(), B, 1, o);

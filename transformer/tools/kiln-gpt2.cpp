@@ -11,8 +11,10 @@
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
+#include <future>
 #include <iostream>
 #include <iterator>
+#include <optional>
 #include <sstream>
 
 #ifndef KILN_DEFAULT_VOCAB_DIR
@@ -192,14 +194,15 @@ int main(int argc, char **argv) {
     auto seconds = [&] {
       return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     };
-    std::string why;
-    bool haveGpu = cuda::available(&why);
-    std::string device = a.device.empty() ? (haveGpu ? "cuda" : "cpu") : a.device;
-    if (device == "cuda" && !haveGpu)
-      throw Error("--device cuda: " + why);
-    Target target = device == "cuda" ? Target::cuda(cuda::device_arch()) : Target::cpu();
-    gpt2::Precision precision = gpt2::parse_precision(
-        a.precision.empty() ? (device == "cuda" ? "fp16" : "fp32") : a.precision);
+    // Starting the driver and creating the GPU context takes a good part of
+    // a start: it runs while the tokenizer and the weights load.
+    auto probe = std::async(std::launch::async, [wanted = a.device != "cpu"] {
+      std::string why;
+      bool ok = wanted && cuda::available(&why);
+      return std::make_pair(ok, why);
+    });
+    if (!a.precision.empty())
+      (void)gpt2::parse_precision(a.precision);
 
     gpt2::Tokenizer tok = loadTokenizer(a);
     if (a.prompts.empty()) {
@@ -217,10 +220,27 @@ int main(int argc, char **argv) {
           prompts.back().push_back(tok.eot());
       }
 
+    std::optional<std::pair<bool, std::string>> gpu;
+    auto gpuFound = [&]() -> const std::pair<bool, std::string> & {
+      if (!gpu)
+        gpu = probe.get();
+      return *gpu;
+    };
+    // Without a GPU the probe is usually done by now: say so before loading.
+    if (a.device == "cuda" && probe.wait_for(std::chrono::seconds(0)) == std::future_status::ready &&
+        !gpuFound().first)
+      throw Error("--device cuda: " + gpuFound().second);
     gpt2::Weights weights = loadWeights(a);
     if (weights.config.vocab_size != tok.vocab_size())
       throw Error("the model's vocabulary has " + std::to_string(weights.config.vocab_size) +
                   " tokens, the tokenizer's " + std::to_string(tok.vocab_size()));
+    const auto &[haveGpu, why] = gpuFound();
+    std::string device = a.device.empty() ? (haveGpu ? "cuda" : "cpu") : a.device;
+    if (device == "cuda" && !haveGpu)
+      throw Error("--device cuda: " + why);
+    Target target = device == "cuda" ? Target::cuda(cuda::device_arch()) : Target::cpu();
+    gpt2::Precision precision = gpt2::parse_precision(
+        a.precision.empty() ? (device == "cuda" ? "fp16" : "fp32") : a.precision);
     double loadSeconds = seconds();
     gpt2::ModelOptions mo;
     mo.max_batch = int(prompts.size());

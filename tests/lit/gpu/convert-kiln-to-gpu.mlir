@@ -3,9 +3,11 @@
 // A 64-element tile over 32 threads is distributed: each thread holds two
 // consecutive elements (flat 2 * tid, 2 * tid + 1). The pointers are known to
 // be consecutive, so the load is one 8-byte vector load when the address is
-// aligned and both mask bits are set (checked at run time), else two masked
-// element loads. All three are predicated PTX instructions: no branches, so
-// the loads of a thread's groups can all be in flight at once.
+// aligned and both mask bits are set (checked at run time). That load is a
+// predicated PTX instruction in line; the two masked element loads for a
+// misaligned or partly masked group sit behind a branch, and the common path
+// never reads the loaded registers, so the loads of a thread's groups can
+// all be in flight at once.
 // CHECK-LABEL: gpu.module @test_distributed_module
 // CHECK: gpu.func @test_distributed(%[[X:.*]]: i64, %[[N:.*]]: i32) kernel attributes {known_block_size = array<i32: 32, 1, 1>}
 // CHECK: %[[TID:.*]] = gpu.thread_id x
@@ -16,14 +18,16 @@
 // CHECK: %[[ALIGNED:.*]] = arith.cmpi eq, %[[LOW]], %c0_i64 : i64
 // CHECK: %[[M0:.*]] = arith.andi %[[ALIGNED]], %{{.*}} : i1
 // CHECK: %[[FAST:.*]] = arith.andi %[[M0]], %{{.*}} : i1
+// CHECK: %[[NOTFAST:.*]] = arith.xori %[[FAST]], %true : i1
 // CHECK: llvm.inline_asm has_side_effects "mov.b64 $0, 0;\0A\09@$2 ld.global.b64 $0, [$1];", "=l,l,b" %{{.*}}, %[[FAST]] : (i64, i1) -> i64
-// CHECK: %[[SLOW:.*]] = arith.xori %[[FAST]], %true : i1
-// CHECK: %[[P0:.*]] = arith.andi %[[SLOW]], %{{.*}} : i1
-// CHECK: llvm.inline_asm has_side_effects "mov.b32 $0, 0;\0A\09@$2 ld.global.b32 $0, [$1];", "=r,l,b" %{{.*}}, %[[P0]] : (i64, i1) -> i32
-// CHECK: arith.select %[[FAST]]
-// CHECK: llvm.inline_asm has_side_effects "mov.b32 $0, 0;\0A\09@$2 ld.global.b32 $0, [$1];", "=r,l,b"
-// CHECK: arith.select %[[FAST]]
-// CHECK-NOT: scf.if %[[FAST]] -> (f32, f32)
+// CHECK: %[[VEC:.*]] = llvm.bitcast %{{.*}} : i64 to vector<2xf32>
+// CHECK: %[[ANY:.*]] = arith.ori %[[M0L:.*]], %[[M1L:.*]] : i1
+// CHECK: %[[SLOW:.*]] = arith.andi %[[NOTFAST]], %[[ANY]] : i1
+// CHECK: scf.if %[[SLOW]] -> (vector<2xf32>) {
+// CHECK: llvm.inline_asm has_side_effects "mov.b32 $0, 0;\0A\09@$2 ld.global.b32 $0, [$1];", "=r,l,b" %{{.*}}, %[[M0L]] : (i64, i1) -> i32
+// CHECK: llvm.inline_asm has_side_effects "mov.b32 $0, 0;\0A\09@$2 ld.global.b32 $0, [$1];", "=r,l,b" %{{.*}}, %[[M1L]] : (i64, i1) -> i32
+// CHECK: } else {
+// CHECK-NEXT: scf.yield %[[VEC]] : vector<2xf32>
 // CHECK: llvm.store %{{.*}}, %{{.*}} {alignment = 8 : i64} : vector<2xf32>, !llvm.ptr<1>
 // CHECK: gpu.return
 func.func @test_distributed(%x: !kiln.ptr<f32>, %n: i32) attributes {kiln.kernel} {

@@ -81,7 +81,6 @@ template <class T, int BN_, int D_, int CHUNK, int SMAX> struct AttentionDecode 
     auto lo = s * CHUNK;
     auto hi = minimum(len, lo + CHUNK);
     auto rd = arange<D>();
-    auto q = cast<f32>(load(qkv + b * (3 * C) + h * D + rd)); // (D)
     auto kbase = kc + b * Tmax * C + h * D;
     auto vbase = vc + b * Tmax * C + h * D;
     auto init = std::tuple{F32(kMaskedScore), F32(0.0f), zeros<f32, D>()};
@@ -91,7 +90,11 @@ template <class T, int BN_, int D_, int CHUNK, int SMAX> struct AttentionDecode 
       auto offs = expand_dims<1>(rn) * C + expand_dims<0>(rd);
       auto k = cast<f32>(load(kbase + offs, valid, 0));
       auto v = cast<f32>(load(vbase + offs, valid, 0)); // in flight during the scores
-      auto sc = where(rn < hi, sum<1>(k * expand_dims<0>(q)) * scale, kMaskedScore);
+      // The query, loaded by each thread for the columns of k it holds (L1
+      // hits after the first): no exchange through shared memory, and
+      // nothing to load for programs past the sequence.
+      auto q = cast<f32>(load(qkv + b * (3 * C) + h * D + broadcast_to<BN, D>(expand_dims<0>(rd))));
+      auto sc = where(rn < hi, sum<1>(k * q) * scale, kMaskedScore);
       auto m_new = maximum(m, max(sc));
       auto p = where(rn < hi, exp(sc - m_new), 0.0f);
       auto alpha = exp(m - m_new);

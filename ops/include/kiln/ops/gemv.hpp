@@ -35,10 +35,13 @@ std::vector<Tile<f32, BN>> decode_rows(Ptr<T> x, Ptr<T> lnw, Ptr<T> lnb, Ptr<T> 
   constexpr int chunks = (K + KC - 1) / KC;
   constexpr bool ragged = K % KC != 0;
   auto ck = arange<KC>();
-  // Rows past M read nothing: their valid K range is empty.
-  std::vector<I32> kmax;
-  for (int m = 0; m < BM; ++m)
-    kmax.push_back(minimum(I32(K), (M - m) * K));
+  // Rows past M read nothing. A row's mask is one value for the whole row
+  // (except past K in a ragged last chunk), so every 16-byte group of a load
+  // is either read whole or not at all.
+  auto rowMask = [&]<int... S>(int m, int c, Tile<i32, S...> k) {
+    Tile<i1, S...> live = broadcast_to<S...>(I32(m) < M);
+    return ragged && c == chunks - 1 ? live & (k < K) : live;
+  };
   auto wrow = expand_dims<1>(rn) * K;      // (BN, 1)
   auto nmask = expand_dims<1>(rn < N);     // (BN, 1)
   std::vector<Tile<f32, BN, KC>> acc(BM, zeros<f32, BN, KC>());
@@ -54,6 +57,31 @@ std::vector<Tile<f32, BN>> decode_rows(Ptr<T> x, Ptr<T> lnw, Ptr<T> lnb, Ptr<T> 
     auto wmask = ragged ? nmask & (kk < K) : broadcast_to<BN, KC>(nmask);
     ws.push_back(load(wt + wrow + kk, wmask, 0));
   }
+  // Every program reads the same few activations (and layernorm weights):
+  // each thread loads its own elements (L1 hits after the first warp), so
+  // nothing is exchanged through shared memory. With few rows they are all
+  // issued here too, so that no product waits on a load issued after the
+  // previous product; with many they would not fit in registers, and each
+  // chunk's are loaded where they are used.
+  constexpr bool preload = BM * chunks <= 16;
+  auto vector = [&](Ptr<T> p, int c) { // (BN, KC) of p[k], k in chunk c
+    auto kk = kAt(c);
+    return ragged && c == chunks - 1 ? load(p + kk, kk < K, 0) : load(p + kk);
+  };
+  auto activation = [&](int m, int c) {
+    auto kk = kAt(c);
+    return load(x + m * K + kk, rowMask(m, c, kk), 0);
+  };
+  std::vector<Tile<T, BN, KC>> as, gs, bs;
+  if constexpr (preload)
+    for (int c = 0; c < chunks; ++c) {
+      if constexpr (LN) {
+        gs.push_back(vector(lnw, c));
+        bs.push_back(vector(lnb, c));
+      }
+      for (int m = 0; m < BM; ++m)
+        as.push_back(activation(m, c));
+    }
   // Layernorm statistics: each row is loaded once, then reduced twice (the
   // mean, then the variance about it).
   std::vector<F32> mean, rstd;
@@ -62,7 +90,7 @@ std::vector<Tile<f32, BN>> decode_rows(Ptr<T> x, Ptr<T> lnw, Ptr<T> lnb, Ptr<T> 
       std::vector<Tile<f32, KC>> row;
       for (int c = 0; c < chunks; ++c) {
         auto k = c * KC + ck;
-        row.push_back(cast<f32>(load(x + m * K + k, k < kmax[m], 0)));
+        row.push_back(cast<f32>(load(x + m * K + k, rowMask(m, c, k), 0)));
       }
       auto s = row[0];
       for (int c = 1; c < chunks; ++c)
@@ -77,18 +105,14 @@ std::vector<Tile<f32, BN>> decode_rows(Ptr<T> x, Ptr<T> lnw, Ptr<T> lnb, Ptr<T> 
     }
   }
   for (int c = 0; c < chunks; ++c) {
-    auto kk = kAt(c);
     auto w = cast<f32>(ws[std::size_t(c)]);
-    // Every program reads the same few activations: each thread loads its
-    // own elements (L1 hits after the first warp), so nothing is exchanged
-    // through shared memory.
     std::optional<Tile<f32, BN, KC>> g, beta;
     if constexpr (LN) {
-      g = cast<f32>(load(lnw + kk, kk < K, 0));
-      beta = cast<f32>(load(lnb + kk, kk < K, 0));
+      g = cast<f32>(preload ? gs[std::size_t(c)] : vector(lnw, c));
+      beta = cast<f32>(preload ? bs[std::size_t(c)] : vector(lnb, c));
     }
     for (int m = 0; m < BM; ++m) {
-      auto a = cast<f32>(load(x + m * K + kk, kk < kmax[m], 0));
+      auto a = cast<f32>(preload ? as[std::size_t(c * BM + m)] : activation(m, c));
       if constexpr (LN)
         a = (a - mean[m]) * rstd[m] * *g + *beta;
       acc[m] = acc[m] + w * a;
