@@ -14,6 +14,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstring>
+#include <future>
 #include <map>
 #include <mutex>
 #include <optional>
@@ -157,32 +158,51 @@ template <class D> struct ModelImpl final : Model::Impl {
   cuda::Timeline *timeline = nullptr;
   std::vector<std::string> timedRoles;
 
-  /// `t` ([K, N]) uploaded as [N, K].
-  Buffer<H> uploadTransposed(const Tensor &t) {
-    int K = t.shape.at(0), N = t.shape.at(1);
-    Tensor tt;
-    tt.shape = {N, K};
-    tt.data.resize(t.data.size());
+  /// `t` in the compute type; as [N, K] when `transposed` (t is [K, N]),
+  /// in 32 x 32 tiles so that both sides are read and written a cache line
+  /// at a time.
+  static std::vector<H> hostCopy(const Tensor &t, bool transposed = false) {
+    std::vector<H> out(t.data.size());
+    if (!transposed) {
+      parallelFor(int64_t(out.size()), [&](int64_t begin, int64_t end) {
+        for (int64_t i = begin; i < end; ++i)
+          out[std::size_t(i)] = H(t.data[std::size_t(i)]);
+      });
+      return out;
+    }
+    int64_t K = t.shape.at(0), N = t.shape.at(1);
+    constexpr int64_t kTile = 32;
     parallelFor(
-        N,
+        ceil_div(N, kTile),
         [&](int64_t begin, int64_t end) {
-          for (int64_t n = begin; n < end; ++n)
-            for (int k = 0; k < K; ++k)
-              tt.data[std::size_t(n) * K + k] = t.data[std::size_t(k) * N + std::size_t(n)];
+          for (int64_t nb = begin; nb < end; ++nb)
+            for (int64_t k0 = 0; k0 < K; k0 += kTile)
+              for (int64_t n = nb * kTile; n < std::min(N, (nb + 1) * kTile); ++n)
+                for (int64_t k = k0; k < std::min(K, k0 + kTile); ++k)
+                  out[std::size_t(n * K + k)] = H(t.data[std::size_t(k * N + n)]);
         },
         1);
-    return upload(tt);
+    return out;
   }
 
-  Buffer<H> upload(const Tensor &t) {
-    Buffer<H> b(gpu, std::size_t(t.numel()));
-    std::vector<H> conv(t.data.size());
-    parallelFor(int64_t(conv.size()), [&](int64_t begin, int64_t end) {
-      for (int64_t i = begin; i < end; ++i)
-        conv[std::size_t(i)] = H(t.data[std::size_t(i)]);
-    });
-    b.upload(conv.data(), conv.size());
+  Buffer<H> upload(const std::vector<H> &host) {
+    Buffer<H> b(gpu, host.size());
+    b.upload(host.data(), host.size());
     return b;
+  }
+
+  /// A layer's parameters in the compute type, in the order of Layer's
+  /// members, then the [N, K] copies of its four matrices.
+  static std::vector<std::vector<H>> hostLayer(const LayerWeights &lw, bool decodeCopies) {
+    std::vector<std::vector<H>> out;
+    for (const Tensor *t : {&lw.ln_1_w, &lw.ln_1_b, &lw.c_attn_w, &lw.c_attn_b, &lw.c_proj_w,
+                            &lw.c_proj_b, &lw.ln_2_w, &lw.ln_2_b, &lw.c_fc_w, &lw.c_fc_b,
+                            &lw.mlp_proj_w, &lw.mlp_proj_b})
+      out.push_back(hostCopy(*t));
+    if (decodeCopies)
+      for (const Tensor *t : {&lw.c_attn_w, &lw.c_proj_w, &lw.c_fc_w, &lw.mlp_proj_w})
+        out.push_back(hostCopy(*t, /*transposed=*/true));
+    return out;
   }
 
   ModelImpl(const Weights &w, const Target &t, Precision p, ModelOptions o)
@@ -190,42 +210,46 @@ template <class D> struct ModelImpl final : Model::Impl {
     cfg.validate();
     auto started = std::chrono::steady_clock::now();
     int C = cfg.n_embd, V = cfg.vocab_size, B = std::max(1, o.max_batch);
-    wte = upload(w.wte);
-    wpe = upload(w.wpe);
-    Tensor wt;
-    wt.shape = {C, V};
-    wt.data.resize(std::size_t(C) * V);
-    parallelFor(
-        C,
-        [&](int64_t begin, int64_t end) {
-          for (int64_t c = begin; c < end; ++c)
-            for (int v = 0; v < V; ++v)
-              wt.data[std::size_t(c) * V + v] = w.wte.data[std::size_t(v) * C + std::size_t(c)];
-        },
-        1);
-    wteT = upload(wt);
-    lnfw = upload(w.ln_f_w);
-    lnfb = upload(w.ln_f_b);
-    for (const LayerWeights &lw : w.layers) {
-      Layer l{upload(lw.ln_1_w),
-              upload(lw.ln_1_b),
-              upload(lw.c_attn_w),
-              upload(lw.c_attn_b),
-              upload(lw.c_proj_w),
-              upload(lw.c_proj_b),
-              upload(lw.ln_2_w),
-              upload(lw.ln_2_b),
-              upload(lw.c_fc_w),
-              upload(lw.c_fc_b),
-              upload(lw.mlp_proj_w),
-              upload(lw.mlp_proj_b),
+    // Host-side conversion (and transposition) of a few layers ahead runs
+    // in parallel with the uploads of the current one.
+    constexpr std::size_t kAhead = 4;
+    bool decodeCopies = decodeWidth(C);
+    std::vector<std::future<std::vector<std::vector<H>>>> ahead;
+    auto schedule = [&](std::size_t i) {
+      if (i < w.layers.size())
+        ahead.push_back(std::async(std::launch::async, [&w, i, decodeCopies] {
+          return hostLayer(w.layers[i], decodeCopies);
+        }));
+    };
+    for (std::size_t i = 0; i < kAhead; ++i)
+      schedule(i);
+    wte = upload(hostCopy(w.wte));
+    wteT = upload(hostCopy(w.wte, /*transposed=*/true)); // [C, V]
+    wpe = upload(hostCopy(w.wpe));
+    lnfw = upload(hostCopy(w.ln_f_w));
+    lnfb = upload(hostCopy(w.ln_f_b));
+    for (std::size_t i = 0; i < w.layers.size(); ++i) {
+      schedule(i + kAhead);
+      std::vector<std::vector<H>> hl = ahead[i].get();
+      Layer l{upload(hl[0]),
+              upload(hl[1]),
+              upload(hl[2]),
+              upload(hl[3]),
+              upload(hl[4]),
+              upload(hl[5]),
+              upload(hl[6]),
+              upload(hl[7]),
+              upload(hl[8]),
+              upload(hl[9]),
+              upload(hl[10]),
+              upload(hl[11]),
               Buffer<H>(gpu, std::size_t(B) * Tmax * C),
               Buffer<H>(gpu, std::size_t(B) * Tmax * C)};
-      if (decodeWidth(C)) {
-        l.attnWt = uploadTransposed(lw.c_attn_w);
-        l.projWt = uploadTransposed(lw.c_proj_w);
-        l.fcWt = uploadTransposed(lw.c_fc_w);
-        l.mlpWt = uploadTransposed(lw.mlp_proj_w);
+      if (decodeCopies) {
+        l.attnWt = upload(hl[12]);
+        l.projWt = upload(hl[13]);
+        l.fcWt = upload(hl[14]);
+        l.mlpWt = upload(hl[15]);
       }
       layers.push_back(std::move(l));
     }
