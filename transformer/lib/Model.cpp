@@ -121,7 +121,7 @@ template <class D> struct ModelImpl final : Model::Impl {
   Buffer<int32_t> rowSeq, rowPos, starts, lengths, lastRows; ///< a packed prefill
   Buffer<float> attParts; ///< decode attention per cache chunk, [B, H, splits, head_dim + 2]
   Buffer<int32_t> attCount; ///< finished chunks per (sequence, head); 0 between launches
-  static constexpr int kChunk = 64, kMaxSplits = 32;
+  static constexpr int kChunk = 32, kMaxSplits = 32;
 
   std::map<std::string, CompiledKernel> kernels;
   std::optional<cuda::Graph> graph;
@@ -318,16 +318,18 @@ template <class D> struct ModelImpl final : Model::Impl {
     using ops::DecodeLinear;
     using enum ops::DecodeEpilogue;
     constexpr int KC = 256;
-    auto rows = [&]<int BM, int BN, int BH>() {
+    // Output columns per program: BN of the QKV product, BF of the fc, BP
+    // of the K = 4 n_embd projection, BH of the head.
+    auto rows = [&]<int BM, int BN, int BF, int BP, int BH>() {
       std::string s = std::to_string(BM);
       addDecode<ops::DecodeQkv<D, BM, BN, E, KC>>("decode_qkv" + s);
       addDecode<DecodeLinear<D, BM, 4, E, KC, false, BiasResidual>>("decode_proj" + s);
-      addDecode<DecodeLinear<D, BM, BN, E, KC, true, BiasGelu>>("decode_fc" + s);
-      addDecode<DecodeLinear<D, BM, 4, 4 * E, KC, false, BiasResidual>>("decode_mlp" + s);
+      addDecode<DecodeLinear<D, BM, BF, E, KC, true, BiasGelu>>("decode_fc" + s);
+      addDecode<DecodeLinear<D, BM, BP, 4 * E, KC, false, BiasResidual>>("decode_mlp" + s);
       addDecode<DecodeLinear<D, BM, BH, E, KC, false, None>>("decode_head" + s);
     };
-    rows.template operator()<1, 8, 8>();
-    rows.template operator()<kDecodeRows, 4, 4>();
+    rows.template operator()<1, 8, 8, 4, 8>();
+    rows.template operator()<kDecodeRows, 4, 4, 4, 4>();
   }
 
   void compileKernels() {
@@ -370,7 +372,7 @@ template <class D> struct ModelImpl final : Model::Impl {
                   std::to_string(kChunk * kMaxSplits) + " (use --max-seq)");
     auto withHead = [&]<int HD>() {
       add<ops::AttentionPrefill<D, 64, 64, HD>>("attention_prefill");
-      add<ops::AttentionDecode<D, 64, HD, kChunk, kMaxSplits>>("attention_decode");
+      add<ops::AttentionDecode<D, kChunk, HD, kChunk, kMaxSplits>>("attention_decode");
     };
     switch (hd) {
     case 16:
