@@ -128,6 +128,7 @@ TEST_CASE("matmul over block sizes, warps and pipeline stages matches the refere
       CHECK(matmul_error<ops::Matmul<f16, 128, 64, 32>, half>(200, 264, K, 8, stages) < 2e-2);
       CHECK(matmul_error<ops::MatmulBiasGelu<f16, 128, 128, 32>, half>(200, 264, K, 8, stages) < 2e-2);
       CHECK(matmul_error<ops::MatmulBiasGelu<bf16, 64, 128, 64>, bfloat16>(200, 264, K, 4, stages) < 5e-2);
+      CHECK(matmul_error<ops::MatmulBiasGelu<f16, 32, 32, 32>, half>(200, 264, K, 4, stages) < 2e-2);
     }
   }
 }

@@ -88,6 +88,7 @@ TEST_CASE("matmul") {
 TEST_CASE("GPT-2 kernels") {
   check_kernel<ops::MatmulBias<f16, 64, 64, 32>>("mma.sync.aligned.m16n8k16");
   check_kernel<ops::MatmulBiasResidual<f16, 16, 64, 64>>("mma.sync.aligned.m16n8k16");
+  check_kernel<ops::MatmulBiasResidual<f16, 32, 32, 32>>("mma.sync.aligned.m16n8k16");
   check_kernel<ops::AttentionPrefill<f16, 64, 64, 64>>("mma.sync.aligned.m16n8k16");
   // The merge: one atomic per program between GPU-scope fences.
   auto attn = check_kernel<ops::AttentionDecode<f16, 64, 64, 64, 32>>("atom.global.add.u32");

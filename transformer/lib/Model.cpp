@@ -122,6 +122,9 @@ template <class D> struct ModelImpl final : Model::Impl {
   Buffer<float> attParts; ///< decode attention per cache chunk, [B, H, splits, head_dim + 2]
   Buffer<int32_t> attCount; ///< finished chunks per (sequence, head); 0 between launches
   static constexpr int kChunk = 32, kMaxSplits = 32;
+  /// Fewer 64x64 tiles than this (two per multiprocessor of an H100/H200)
+  /// and a prefill product uses 32x32 ones.
+  static constexpr int64_t kFewTiles = 264;
 
   std::map<std::string, CompiledKernel> kernels;
   std::optional<cuda::Graph> graph;
@@ -359,6 +362,11 @@ template <class D> struct ModelImpl final : Model::Impl {
       add<ops::MatmulBiasGelu<D, 64, 64, 32>>("fc_gelu");
       add<ops::Matmul<D, 64, 64, 32>>("lm_head");
       add<ops::Matmul<D, 16, 64, 64>>("lm_head_decode");
+      // For products of few 64x64 tiles (a short prompt): 32x32 tiles keep
+      // four times as many multiprocessors busy.
+      add<ops::MatmulBias<D, 32, 32, 32>>("qkv_small");
+      add<ops::MatmulBiasResidual<D, 32, 32, 32>>("proj_residual_small");
+      add<ops::MatmulBiasGelu<D, 32, 32, 32>>("fc_gelu_small");
     } else {
       add<ops::MatmulBias<D, 32, 32, 16>>("qkv");
       add<ops::MatmulBiasResidual<D, 32, 32, 16>>("proj_residual");
@@ -418,6 +426,10 @@ template <class D> struct ModelImpl final : Model::Impl {
     bool few = M <= 16; // a decode step without decode kernels: 16-row tiles
     std::string name = few && role == "lm_head" ? "lm_head_decode" : role;
     int bm = few && role == "lm_head" ? 16 : gpu ? 64 : 32, bn = gpu ? 64 : 32;
+    if (gpu && role != "lm_head" && ceil_div(M, 64) * ceil_div(N, 64) < kFewTiles) {
+      name = role + "_small";
+      bm = bn = 32;
+    }
     std::vector<KernelArg> args{arg(a), arg(b)};
     if (bias)
       args.push_back(arg(bias));
