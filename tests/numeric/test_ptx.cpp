@@ -9,6 +9,7 @@
 #include "kiln/ops/matmul.hpp"
 #include "kiln/ops/softmax.hpp"
 
+#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -28,6 +29,29 @@ int ptxas(const std::string &ptx, const std::string &arch, const std::string &na
   std::string cmd = ptxas_path + " -arch=" + arch + " " + file.string() + " -o " +
                     (dir / (name + "." + arch + ".cubin")).string();
   return std::system(cmd.c_str());
+}
+
+/// Bytes of register spills ptxas reports for `ptx` (sm_90a), or -1 if it
+/// reported none at all.
+int spill_stores(const std::string &ptx, const std::string &name) {
+  auto dir = std::filesystem::temp_directory_path() / "kiln-ptx-test";
+  std::filesystem::create_directories(dir);
+  auto file = dir / (name + ".spills.ptx");
+  std::ofstream(file) << ptx;
+  std::string cmd = std::string(KILN_PTXAS) + " -arch=sm_90a -v " + file.string() + " -o " +
+                    (dir / (name + ".spills.cubin")).string() + " 2>&1";
+  std::string out;
+  if (FILE *p = popen(cmd.c_str(), "r")) {
+    char buf[512];
+    while (fgets(buf, sizeof buf, p))
+      out += buf;
+    pclose(p);
+  }
+  auto at = out.find(" bytes spill stores");
+  if (at == std::string::npos)
+    return -1;
+  auto begin = out.rfind(' ', at - 1);
+  return std::stoi(out.substr(begin + 1, at - begin - 1));
 }
 
 template <class K>
@@ -119,6 +143,21 @@ TEST_CASE("decode linear layers stream their weights with 16-byte loads") {
   check_kernel<ops::DecodeLinear<f16, 1, 4, 3072, 256, false, DecodeEpilogue::BiasResidual>>("ld.global.v4");
   check_kernel<ops::DecodeLinear<bf16, 8, 4, 768, 256, true, DecodeEpilogue::None>>("ld.global.v4");
   check_kernel<ops::DecodeLinear<f16, 8, 4, 3072, 256, false, DecodeEpilogue::BiasResidual>>("ld.global.v4");
+}
+
+TEST_CASE("decode products contract into fma and stay within the register file") {
+  using ops::DecodeEpilogue;
+  auto one = check_kernel<ops::DecodeLinear<f16, 1, 4, 3072, 256, false, DecodeEpilogue::BiasResidual>>(
+      "fma.rn.f32");
+  CHECK(spill_stores(one, "decode_mlp1") == 0);
+  // Eight rows of twelve chunks: 96 activation loads. With a branch to an
+  // element-load path after each, ptxas fell to 32 registers and 14 KB of
+  // spills per thread; past the first 48 groups the slow path is in line.
+  auto eight = check_kernel<ops::DecodeLinear<f16, 8, 4, 3072, 256, false, DecodeEpilogue::BiasResidual>>();
+  int spills = spill_stores(eight, "decode_mlp8");
+  MESSAGE("8-row MLP-down product: " << spills << " bytes of spill stores");
+  CHECK(spills >= 0);
+  CHECK(spills < 1024);
 }
 
 TEST_CASE("unknown architectures are rejected") {

@@ -232,3 +232,35 @@ func.func @test_atomic_add(%c: !kiln.ptr<i32>, %out: !kiln.ptr<i32>) attributes 
   kiln.store %out, %old : !kiln.ptr<i32>
   return
 }
+
+// -----
+
+// A tile smaller than the block is replicated: each thread loads all 16
+// elements. Masked element loads are predicated PTX loads of a zeroed
+// register, not branches around loads: a branch would make the thread wait
+// for each load where its value is first used, before issuing the next. A
+// zero fill needs no select; another fill is selected by the mask.
+// CHECK-LABEL: gpu.func @test_masked_replicated
+// CHECK-NOT: scf.if
+// CHECK: %[[M0:.*]] = arith.cmpi slt, %{{.*}}, %{{.*}} : i32
+// CHECK: llvm.inline_asm has_side_effects "mov.b32 $0, 0;\0A\09@$2 ld.global.b32 $0, [$1];", "=r,l,b" %{{.*}}, %[[M0]] : (i64, i1) -> i32
+// CHECK-NOT: scf.if
+// CHECK: arith.select %{{.*}}, %{{.*}}, %cst{{.*}} : f32
+// CHECK-NOT: scf.if
+// CHECK: gpu.return
+func.func @test_masked_replicated(%x: !kiln.ptr<f32>, %y: !kiln.ptr<f32>, %n: i32) attributes {kiln.kernel} {
+  %r = kiln.make_range 0 to 16 : tensor<16xi32>
+  %ns = kiln.splat %n : tensor<16xi32>
+  %m = arith.cmpi slt, %r, %ns : tensor<16xi32>
+  %xs = kiln.splat %x : tensor<16x!kiln.ptr<f32>>
+  %p = kiln.addptr %xs, %r : tensor<16x!kiln.ptr<f32>>, tensor<16xi32>
+  %zero = arith.constant dense<0.0> : tensor<16xf32>
+  %a = kiln.load %p, %m, %zero : tensor<16x!kiln.ptr<f32>>
+  %big = arith.constant dense<-1.0e30> : tensor<16xf32>
+  %c = kiln.load %p, %m, %big : tensor<16x!kiln.ptr<f32>>
+  %s = arith.addf %a, %c : tensor<16xf32>
+  %ys = kiln.splat %y : tensor<16x!kiln.ptr<f32>>
+  %q = kiln.addptr %ys, %r : tensor<16x!kiln.ptr<f32>>, tensor<16xi32>
+  kiln.store %q, %s : tensor<16x!kiln.ptr<f32>>
+  return
+}
