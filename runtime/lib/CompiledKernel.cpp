@@ -105,6 +105,9 @@ CompiledKernel::CompiledKernel(TracedModulePtr traced, const Target &target,
   if (const char *env = std::getenv("KILN_CUDA_PATH"); env && *env)
     m.options.cuda_path = env;
 
+  // Asked for the IR of every stage (printed or dumped), compile rather
+  // than take a cached entry; the result is still stored.
+  bool lookup = m.options.dump_dir.empty() && !m.options.print_after_all;
   if (target.kind == Target::Kind::Cuda) {
     if (target.arch != "sm_80" && target.arch != "sm_86" && target.arch != "sm_89" &&
         target.arch != "sm_90" && target.arch != "sm_90a")
@@ -119,8 +122,8 @@ CompiledKernel::CompiledKernel(TracedModulePtr traced, const Target &target,
       key = KernelCache::key({"kiln-kernel-v1", compilerVersion(), target.str(),
                               std::to_string(warps), std::to_string(m.options.num_stages),
                               m.options.cuda_path, m.print()});
-      if (auto hit = KernelCache::load(key)) {
-        m.ir = std::move(*hit);
+      if (auto hit = lookup ? KernelCache::load(key) : std::nullopt; hit && hit->stages.count(Stage::Ptx)) {
+        m.ir = std::move(hit->stages);
         m.fromCache = true;
         m.gpu = std::make_unique<GpuExecutable>(m.ir[Stage::Ptx], m.traced->name, warps * 32);
         m.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
@@ -147,12 +150,30 @@ CompiledKernel::CompiledKernel(TracedModulePtr traced, const Target &target,
     m.record(Stage::LLVMIR, std::move(llvmIR));
     m.record(Stage::Ptx, ptx);
     if (!key.empty())
-      KernelCache::store(key, m.ir);
+      KernelCache::store(key, {m.ir, ""});
     m.gpu = std::make_unique<GpuExecutable>(std::move(ptx), m.traced->name, warps * 32);
     m.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     return;
   }
 
+  // The host's machine code is cached too, for this CPU and its features.
+  std::string key;
+  if (m.options.use_cache && KernelCache::enabled()) {
+    key = KernelCache::key({"kiln-cpu-kernel-v1", compilerVersion(), target.str(),
+                            CpuExecutable::host(), std::to_string(m.options.opt_level),
+                            m.print()});
+    if (auto hit = lookup ? KernelCache::load(key) : std::nullopt; hit && !hit->object.empty()) {
+      try {
+        m.cpu = std::make_unique<CpuExecutable>(hit->object, m.traced->name);
+        m.ir = std::move(hit->stages);
+        m.fromCache = true;
+        m.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+        return;
+      } catch (const Error &) {
+        KernelCache::discard(key); // damaged: compiled again and stored below
+      }
+    }
+  }
   m.runStage("kiln cleanup", buildKilnCleanupPipeline);
   m.record(Stage::Kiln, m.print());
   m.runStage("kiln to standard dialects", buildCpuKilnToStandardPipeline);
@@ -160,10 +181,12 @@ CompiledKernel::CompiledKernel(TracedModulePtr traced, const Target &target,
   m.runStage("standard dialects to LLVM", buildCpuStandardToLLVMPipeline);
   m.record(Stage::LLVMDialect, m.print());
 
-  std::string llvmIR;
+  std::string llvmIR, object;
   m.cpu = std::make_unique<CpuExecutable>(*m.traced->module, m.traced->name, m.options.opt_level,
-                                          llvmIR);
+                                          llvmIR, key.empty() ? nullptr : &object);
   m.record(Stage::LLVMIR, std::move(llvmIR));
+  if (!key.empty() && !object.empty())
+    KernelCache::store(key, {m.ir, object});
   m.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 }
 

@@ -4,13 +4,21 @@
 #include "mlir/ExecutionEngine/ExecutionEngine.h"
 #include "mlir/ExecutionEngine/OptUtils.h"
 
+#include "llvm/ExecutionEngine/Orc/ExecutionUtils.h"
+#include "llvm/ExecutionEngine/Orc/LLJIT.h"
 #include "llvm/ExecutionEngine/Orc/Mangling.h"
 #include "llvm/IR/Module.h"
+#include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/TargetSelect.h"
+#include "llvm/TargetParser/Host.h"
 
 #include <algorithm>
 #include <cstring>
+#include <filesystem>
+#include <fstream>
 #include <mutex>
+#include <random>
+#include <sstream>
 #include <thread>
 #include <vector>
 
@@ -34,6 +42,22 @@ extern "C" float kiln_extendhfsf2(_Float16 h) {
 extern "C" int32_t kiln_atomic_add_i32(int64_t address, int32_t value) {
   return __atomic_fetch_add(reinterpret_cast<int32_t *>(address), value, __ATOMIC_SEQ_CST);
 }
+
+/// The host functions kernels may call, by name.
+llvm::orc::SymbolMap runtimeSymbols(llvm::orc::MangleAndInterner &interner) {
+  llvm::orc::SymbolMap map;
+  auto add = [&](const char *sym, void *fn) {
+    map[interner(sym)] = {llvm::orc::ExecutorAddr::fromPtr(fn), llvm::JITSymbolFlags::Exported};
+  };
+  add("__truncsfhf2", reinterpret_cast<void *>(&kiln_truncsfhf2));
+  add("__truncdfhf2", reinterpret_cast<void *>(&kiln_truncdfhf2));
+  add("__extendhfsf2", reinterpret_cast<void *>(&kiln_extendhfsf2));
+  add("kiln_atomic_add_i32", reinterpret_cast<void *>(&kiln_atomic_add_i32));
+  return map;
+}
+
+/// The execution engine's packed entry point of kernel `name`.
+std::string packedName(const std::string &name) { return "_mlir_" + name; }
 
 void initNativeTarget() {
   static std::once_flag once;
@@ -79,7 +103,7 @@ Slot toSlot(const kiln::Param &p, const kiln::KernelArg &a) {
 namespace kiln {
 
 CpuExecutable::CpuExecutable(mlir::ModuleOp module, const std::string &name, int optLevel,
-                             std::string &llvmIR) {
+                             std::string &llvmIR, std::string *object) {
   initNativeTarget();
   auto optimize = mlir::makeOptimizingTransformer(unsigned(optLevel), 0, nullptr);
   auto transformer = [&](llvm::Module *m) -> llvm::Error {
@@ -95,26 +119,74 @@ CpuExecutable::CpuExecutable(mlir::ModuleOp module, const std::string &name, int
                                              : llvm::CodeGenOptLevel::None;
   options.enableGDBNotificationListener = false;
   options.enablePerfNotificationListener = false;
+  options.enableObjectDump = object != nullptr;
   auto engine = mlir::ExecutionEngine::create(module, options);
   if (!engine)
     throw Error("kiln: JIT compilation of '" + name + "' failed: " +
                 llvm::toString(engine.takeError()));
   engine_ = std::move(*engine);
-  engine_->registerSymbols([](llvm::orc::MangleAndInterner interner) {
-    llvm::orc::SymbolMap map;
-    auto add = [&](const char *sym, void *fn) {
-      map[interner(sym)] = {llvm::orc::ExecutorAddr::fromPtr(fn), llvm::JITSymbolFlags::Exported};
-    };
-    add("__truncsfhf2", reinterpret_cast<void *>(&kiln_truncsfhf2));
-    add("__truncdfhf2", reinterpret_cast<void *>(&kiln_truncdfhf2));
-    add("__extendhfsf2", reinterpret_cast<void *>(&kiln_extendhfsf2));
-    add("kiln_atomic_add_i32", reinterpret_cast<void *>(&kiln_atomic_add_i32));
-    return map;
-  });
+  engine_->registerSymbols(
+      [](llvm::orc::MangleAndInterner interner) { return runtimeSymbols(interner); });
   auto entry = engine_->lookupPacked(name);
   if (!entry)
     throw Error("kiln: JIT lookup of '" + name + "' failed: " + llvm::toString(entry.takeError()));
   entry_ = *entry;
+  if (object) {
+    // The engine writes its object file only to a path: a private
+    // temporary one, read back and removed.
+    namespace fs = std::filesystem;
+    std::random_device rd;
+    fs::path file = fs::temp_directory_path() /
+                    ("kiln-" + name.substr(0, 64) + "-" + std::to_string(rd()) + ".o");
+    engine_->dumpToObjectFile(file.string());
+    std::ifstream in(file, std::ios::binary);
+    std::ostringstream bytes;
+    bytes << in.rdbuf();
+    *object = in ? bytes.str() : std::string();
+    std::error_code ec;
+    fs::remove(file, ec);
+  }
+}
+
+CpuExecutable::CpuExecutable(const std::string &object, const std::string &name) {
+  initNativeTarget();
+  auto fail = [&](llvm::Error err) {
+    return Error("kiln: loading the cached host code of '" + name + "' failed: " +
+                 llvm::toString(std::move(err)));
+  };
+  auto jit = llvm::orc::LLJITBuilder().create();
+  if (!jit)
+    throw fail(jit.takeError());
+  jit_ = std::move(*jit);
+  llvm::orc::JITDylib &lib = jit_->getMainJITDylib();
+  // Everything the engine resolves for a fresh compilation: this process's
+  // symbols (libc, libm) and kiln's own runtime functions.
+  auto process = llvm::orc::DynamicLibrarySearchGenerator::GetForCurrentProcess(
+      jit_->getDataLayout().getGlobalPrefix());
+  if (!process)
+    throw fail(process.takeError());
+  lib.addGenerator(std::move(*process));
+  llvm::orc::MangleAndInterner interner(jit_->getExecutionSession(), jit_->getDataLayout());
+  if (llvm::Error err = lib.define(llvm::orc::absoluteSymbols(runtimeSymbols(interner))))
+    throw fail(std::move(err));
+  if (llvm::Error err = jit_->addObjectFile(llvm::MemoryBuffer::getMemBufferCopy(object, name)))
+    throw fail(std::move(err));
+  auto entry = jit_->lookup(packedName(name));
+  if (!entry)
+    throw fail(entry.takeError());
+  entry_ = entry->toPtr<void (*)(void **)>();
+}
+
+std::string CpuExecutable::host() {
+  std::vector<std::string> features;
+  for (auto &f : llvm::sys::getHostCPUFeatures())
+    if (f.second)
+      features.push_back(f.first().str());
+  std::sort(features.begin(), features.end()); // the map's order is unspecified
+  std::string s = llvm::sys::getProcessTriple() + "|" + llvm::sys::getHostCPUName().str();
+  for (const std::string &f : features)
+    s += "|" + f;
+  return s;
 }
 
 CpuExecutable::~CpuExecutable() = default;

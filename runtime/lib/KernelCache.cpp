@@ -47,26 +47,35 @@ std::string KernelCache::key(std::initializer_list<std::string_view> parts) {
   return llvm::toHex(digest, /*LowerCase=*/true);
 }
 
-std::optional<std::map<Stage, std::string>> KernelCache::load(const std::string &key) {
+namespace {
+std::optional<std::string> readFile(const fs::path &file) {
+  std::ifstream in(file, std::ios::binary);
+  if (!in)
+    return std::nullopt;
+  std::ostringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+constexpr const char *kObjectFile = "host.o";
+} // namespace
+
+std::optional<KernelCache::Entry> KernelCache::load(const std::string &key) {
   fs::path entry = fs::path(directory()) / key;
   std::error_code ec;
   if (!fs::is_directory(entry, ec))
     return std::nullopt;
-  std::map<Stage, std::string> stages;
-  for (Stage s : kStages) {
-    std::ifstream in(entry / fileName(s), std::ios::binary);
-    if (!in)
-      continue;
-    std::ostringstream text;
-    text << in.rdbuf();
-    stages[s] = text.str();
-  }
-  if (!stages.count(Stage::Ptx))
+  Entry e;
+  for (Stage s : kStages)
+    if (auto text = readFile(entry / fileName(s)))
+      e.stages[s] = std::move(*text);
+  if (auto object = readFile(entry / kObjectFile))
+    e.object = std::move(*object);
+  if (!e.stages.count(Stage::Ptx) && e.object.empty())
     return std::nullopt;
-  return stages;
+  return e;
 }
 
-void KernelCache::store(const std::string &key, const std::map<Stage, std::string> &stages) {
+void KernelCache::store(const std::string &key, const Entry &entry) {
   std::error_code ec;
   fs::path root = directory();
   fs::create_directories(root, ec);
@@ -77,18 +86,29 @@ void KernelCache::store(const std::string &key, const std::map<Stage, std::strin
                          std::to_string(rd()));
   if (!fs::create_directory(tmp, ec) || ec)
     return;
-  for (auto &[stage, text] : stages) {
-    std::ofstream out(tmp / fileName(stage), std::ios::binary);
-    out << text;
-    if (!out) {
-      fs::remove_all(tmp, ec);
-      return;
-    }
+  auto write = [&](const fs::path &file, const std::string &bytes) {
+    std::ofstream out(file, std::ios::binary);
+    out << bytes;
+    return bool(out);
+  };
+  bool written = true;
+  for (auto &[stage, text] : entry.stages)
+    written = written && write(tmp / fileName(stage), text);
+  if (!entry.object.empty())
+    written = written && write(tmp / kObjectFile, entry.object);
+  if (!written) {
+    fs::remove_all(tmp, ec);
+    return;
   }
   // Publishing is one rename; if another process won the race, keep theirs.
   fs::rename(tmp, root / key, ec);
   if (ec)
     fs::remove_all(tmp, ec);
+}
+
+void KernelCache::discard(const std::string &key) {
+  std::error_code ec;
+  fs::remove_all(fs::path(directory()) / key, ec);
 }
 
 } // namespace kiln

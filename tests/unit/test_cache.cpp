@@ -7,7 +7,9 @@
 
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
 #include <thread>
+#include <vector>
 #include <unistd.h>
 
 using namespace kiln;
@@ -70,4 +72,46 @@ TEST_CASE("an unwritable cache folder is skipped, not an error") {
   ::setenv("KILN_CACHE_DIR", "/proc/kiln-cannot-write-here", 1);
   CHECK_NOTHROW(compile<Cached>(Target::cuda("sm_90a")));
   ::unsetenv("KILN_CACHE_DIR");
+}
+
+namespace {
+/// Softmax of 3 rows of 100 columns with `k`.
+template <class K> std::vector<float> softmax_rows(const K &k) {
+  std::vector<float> x(300), y(300, 0.0f);
+  for (std::size_t i = 0; i < x.size(); ++i)
+    x[i] = float(i % 17) * 0.25f - 2.0f;
+  k.launch(Grid(3), x.data(), y.data(), 100, 100, 100);
+  return y;
+}
+using CachedCpu = ops::Softmax<f32, 128>;
+} // namespace
+
+TEST_CASE("a host kernel's second compilation links the cached machine code") {
+  TempCache cache;
+  auto first = compile<CachedCpu>(Target::cpu());
+  CHECK_FALSE(first.from_cache());
+  REQUIRE(cache.entries() == 1);
+  for (auto &e : fs::directory_iterator(cache.dir))
+    CHECK(fs::file_size(e.path() / "host.o") > 0);
+  auto second = compile<CachedCpu>(Target::cpu());
+  CHECK(second.from_cache());
+  CHECK(second.ir(Stage::LLVMIR) == first.ir(Stage::LLVMIR));
+  auto want = softmax_rows(first);
+  CHECK(softmax_rows(second) == want);
+  CHECK(want[0] > 0.0f);
+  MESSAGE("host compile " << first.compile_seconds() * 1e3 << " ms, from the cache "
+                          << second.compile_seconds() * 1e3 << " ms");
+}
+
+TEST_CASE("a damaged host entry is compiled again and replaced") {
+  TempCache cache;
+  auto first = compile<CachedCpu>(Target::cpu());
+  for (auto &e : fs::directory_iterator(cache.dir))
+    std::ofstream(e.path() / "host.o", std::ios::binary) << "not an object file";
+  auto again = compile<CachedCpu>(Target::cpu());
+  CHECK_FALSE(again.from_cache());
+  CHECK(softmax_rows(again) == softmax_rows(first));
+  auto third = compile<CachedCpu>(Target::cpu());
+  CHECK(third.from_cache());
+  CHECK(softmax_rows(third) == softmax_rows(first));
 }

@@ -12,6 +12,9 @@
 namespace mlir {
 class ExecutionEngine;
 }
+namespace llvm::orc {
+class LLJIT;
+}
 
 namespace kiln {
 
@@ -19,15 +22,22 @@ namespace kiln {
 /// engine. A launch runs every program of the grid, spread over host threads.
 class CpuExecutable {
 public:
-  /// `llvmIR` receives the optimized LLVM IR.
+  /// `llvmIR` receives the optimized LLVM IR and, when given, `object` the
+  /// machine code as an object file (for the kernel cache).
   CpuExecutable(mlir::ModuleOp module, const std::string &name, int optLevel,
-                std::string &llvmIR);
+                std::string &llvmIR, std::string *object = nullptr);
+  /// Links the object file of an earlier compilation of kernel `name`.
+  CpuExecutable(const std::string &object, const std::string &name);
   ~CpuExecutable();
+  /// The host CPU and its features: machine code is only reused on a host
+  /// that has them.
+  static std::string host();
   void launch(const Grid &grid, std::span<const Param> params,
               std::span<const KernelArg> args) const;
 
 private:
   std::unique_ptr<mlir::ExecutionEngine> engine_;
+  std::unique_ptr<llvm::orc::LLJIT> jit_;
   void (*entry_)(void **) = nullptr;
 };
 

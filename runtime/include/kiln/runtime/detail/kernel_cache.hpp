@@ -22,9 +22,18 @@ public:
   /// Hex SHA-256 of the parts, separated so that no two part lists collide.
   static std::string key(std::initializer_list<std::string_view> parts);
 
-  static std::optional<std::map<Stage, std::string>> load(const std::string &key);
+  /// An entry: the IR of every stage, and the code to run (PTX for a GPU,
+  /// an object file for the host).
+  struct Entry {
+    std::map<Stage, std::string> stages;
+    std::string object; ///< empty for GPU entries, whose code is the PTX stage
+  };
+  /// The entry under `key`, if it holds PTX or an object file.
+  static std::optional<Entry> load(const std::string &key);
   /// Best effort: a cache that cannot be written is skipped, never an error.
-  static void store(const std::string &key, const std::map<Stage, std::string> &stages);
+  static void store(const std::string &key, const Entry &entry);
+  /// Removes the entry under `key` (one found damaged), best effort.
+  static void discard(const std::string &key);
 };
 
 } // namespace kiln
