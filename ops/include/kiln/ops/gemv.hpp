@@ -64,7 +64,7 @@ std::vector<Tile<f32, BN>> decode_rows(Ptr<T> x, Ptr<T> lnw, Ptr<T> lnb, Ptr<T> 
   // previous product; with many they would not fit in registers, and each
   // chunk's are loaded where they are used.
   constexpr bool preload = BM * chunks <= 16;
-  auto vector = [&](Ptr<T> p, int c) { // (BN, KC) of p[k], k in chunk c
+  auto alongK = [&](Ptr<T> p, int c) { // (BN, KC) of p[k], k in chunk c
     auto kk = kAt(c);
     return ragged && c == chunks - 1 ? load(p + kk, kk < K, 0) : load(p + kk);
   };
@@ -76,8 +76,8 @@ std::vector<Tile<f32, BN>> decode_rows(Ptr<T> x, Ptr<T> lnw, Ptr<T> lnb, Ptr<T> 
   if constexpr (preload)
     for (int c = 0; c < chunks; ++c) {
       if constexpr (LN) {
-        gs.push_back(vector(lnw, c));
-        bs.push_back(vector(lnb, c));
+        gs.push_back(alongK(lnw, c));
+        bs.push_back(alongK(lnb, c));
       }
       for (int m = 0; m < BM; ++m)
         as.push_back(activation(m, c));
@@ -108,8 +108,8 @@ std::vector<Tile<f32, BN>> decode_rows(Ptr<T> x, Ptr<T> lnw, Ptr<T> lnb, Ptr<T> 
     auto w = cast<f32>(ws[std::size_t(c)]);
     std::optional<Tile<f32, BN, KC>> g, beta;
     if constexpr (LN) {
-      g = cast<f32>(preload ? gs[std::size_t(c)] : vector(lnw, c));
-      beta = cast<f32>(preload ? bs[std::size_t(c)] : vector(lnb, c));
+      g = cast<f32>(preload ? gs[std::size_t(c)] : alongK(lnw, c));
+      beta = cast<f32>(preload ? bs[std::size_t(c)] : alongK(lnb, c));
     }
     for (int m = 0; m < BM; ++m) {
       auto a = cast<f32>(preload ? as[std::size_t(c * BM + m)] : activation(m, c));
