@@ -8,6 +8,7 @@
 #include <doctest/doctest.h>
 
 #include "../../transformer/lib/Json.h"
+#include "../support/target.hpp"
 #include "../support/temp_dir.hpp"
 #include "kiln/gpt2/model.hpp"
 #include "kiln/runtime/cuda.hpp"
@@ -23,12 +24,8 @@ using namespace kiln;
 using namespace kiln::gpt2;
 
 namespace {
-#ifdef KILN_TEST_GPU
-constexpr bool kGpu = true;
-#else
-constexpr bool kGpu = false;
-#endif
-Target target() { return kGpu ? Target::cuda(cuda::device_arch()) : Target::cpu(); }
+using test::kGpu;
+using test::target;
 
 /// Where the committed golden data are ($KILN_GPT2_TEST_DATA overrides the
 /// source-tree path, e.g. on a machine that runs packed binaries).

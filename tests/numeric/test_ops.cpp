@@ -8,6 +8,7 @@
 #include <doctest/doctest.h>
 
 #include "../support/check.hpp"
+#include "../support/target.hpp"
 #include "kiln/ops/attention.hpp"
 #include "kiln/ops/decoder.hpp"
 #include "kiln/ops/gemv.hpp"
@@ -22,16 +23,8 @@
 using namespace kiln;
 
 namespace {
-#ifdef KILN_TEST_GPU
-constexpr bool kGpu = true;
-#else
-constexpr bool kGpu = false;
-#endif
-
-Target target() {
-  static Target t = kGpu ? Target::cuda(cuda::device_arch()) : Target::cpu();
-  return t;
-}
+using test::kGpu;
+using test::target;
 const Target &kCpu = target(); // the target under test
 
 /// A host vector mirrored on the device when testing the GPU.
