@@ -9,7 +9,6 @@
 #ifndef KILN_LOWERING_GPUEMITTER_H
 #define KILN_LOWERING_GPUEMITTER_H
 
-#include <optional>
 #include "kiln/Lowering/Passes.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -17,6 +16,8 @@
 #include "mlir/Dialect/LLVMIR/NVVMDialect.h"
 #include "mlir/IR/IRMapping.h"
 #include "mlir/IR/Matchers.h"
+
+#include <optional>
 
 namespace kiln::gpu_lowering {
 

@@ -1,9 +1,12 @@
 //===- MemoryToGpu.cpp - kiln addptr/load/store as per-thread accesses ----===//
 #include "GpuEmitter.h"
 
-#include "mlir/IR/Matchers.h"
-
 namespace kiln::gpu_lowering {
+
+namespace {
+/// A fill of all-zero bits: what a predicated load leaves where it did not run.
+bool isZeroFill(Value fill) { return matchPattern(fill, m_Zero()) || matchPattern(fill, m_PosZeroFloat()); }
+} // namespace
 
 LogicalResult Emitter::emitAddPtr(kiln::AddPtrOp ap) {
   if (auto sp = strideOf(ap.getPtr()), so = strideOf(ap.getOffset()); sp && so && *sp == 0)
@@ -93,12 +96,14 @@ SmallVector<Value> Emitter::loadGroup(Type elemType, ArrayRef<Value> addrs, Arra
   auto vecType = VectorType::get({width}, elemType);
   int64_t bytes = width * byteSize(elemType);
   Value fast = vectorizable(addrs[0], bytes, masks);
-  Value notFast = arith::XOrIOp::create(b, loc, fast, arith::ConstantOp::create(b, loc, b.getBoolAttr(true)));
   bool predicable = bytes % 4 == 0 && bytes <= 16 && byteSize(elemType) >= 2 && !isa<kiln::PtrType>(elemType);
   // Past this many branches in one kernel, ptxas's register allocation
   // breaks down (a 12-chunk, 8-row decode product went from no spills to
   // 14 KB of them): later groups use the branch-free form below.
   constexpr int kMaxSlowPaths = 48;
+  Value notFast;
+  if (predicable)
+    notFast = arith::XOrIOp::create(b, loc, fast, arith::ConstantOp::create(b, loc, b.getBoolAttr(true)));
   if (predicable && slowPaths < kMaxSlowPaths) {
     ++slowPaths;
     // A predicated vector load, in line, so that the loads of consecutive
@@ -110,10 +115,7 @@ SmallVector<Value> Emitter::loadGroup(Type elemType, ArrayRef<Value> addrs, Arra
     Value slow = notFast;
     // A masked-off group holds its fill: zeros are what the skipped vector
     // load left, other fills are taken on the slow path.
-    bool zeroFill = llvm::all_of(fills, [](Value f) {
-      return matchPattern(f, m_Zero()) || matchPattern(f, m_PosZeroFloat());
-    });
-    if (!masks.empty() && zeroFill) {
+    if (!masks.empty() && llvm::all_of(fills, isZeroFill)) {
       Value any = masks[0];
       for (Value m : masks.drop_front())
         if (m != masks[0])
@@ -176,7 +178,7 @@ Value Emitter::loadOne(Type elemType, Value addr, Value mask, Value fill) {
   if (v.getType() != elemType)
     v = LLVM::BitcastOp::create(b, loc, elemType, v);
   // The destination was zeroed: a zero fill needs no select.
-  if (!fill || matchPattern(fill, m_Zero()) || matchPattern(fill, m_PosZeroFloat()))
+  if (!fill || isZeroFill(fill))
     return v;
   return arith::SelectOp::create(b, loc, mask, v, fill);
 }

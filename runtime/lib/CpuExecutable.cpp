@@ -15,10 +15,8 @@
 #include <algorithm>
 #include <cstring>
 #include <filesystem>
-#include <fstream>
 #include <mutex>
 #include <random>
-#include <sstream>
 #include <thread>
 #include <vector>
 
@@ -139,10 +137,8 @@ CpuExecutable::CpuExecutable(mlir::ModuleOp module, const std::string &name, int
     fs::path file = fs::temp_directory_path() /
                     ("kiln-" + name.substr(0, 64) + "-" + std::to_string(rd()) + ".o");
     engine_->dumpToObjectFile(file.string());
-    std::ifstream in(file, std::ios::binary);
-    std::ostringstream bytes;
-    bytes << in.rdbuf();
-    *object = in ? bytes.str() : std::string();
+    auto bytes = llvm::MemoryBuffer::getFile(file.string());
+    *object = bytes ? (*bytes)->getBuffer().str() : std::string();
     std::error_code ec;
     fs::remove(file, ec);
   }
@@ -178,15 +174,18 @@ CpuExecutable::CpuExecutable(const std::string &object, const std::string &name)
 }
 
 std::string CpuExecutable::host() {
-  std::vector<std::string> features;
-  for (auto &f : llvm::sys::getHostCPUFeatures())
-    if (f.second)
-      features.push_back(f.first().str());
-  std::sort(features.begin(), features.end()); // the map's order is unspecified
-  std::string s = llvm::sys::getProcessTriple() + "|" + llvm::sys::getHostCPUName().str();
-  for (const std::string &f : features)
-    s += "|" + f;
-  return s;
+  static const std::string description = [] {
+    std::vector<std::string> features;
+    for (auto &f : llvm::sys::getHostCPUFeatures())
+      if (f.second)
+        features.push_back(f.first().str());
+    std::sort(features.begin(), features.end()); // the map's order is unspecified
+    std::string s = llvm::sys::getProcessTriple() + "|" + llvm::sys::getHostCPUName().str();
+    for (const std::string &f : features)
+      s += "|" + f;
+    return s;
+  }();
+  return description;
 }
 
 CpuExecutable::~CpuExecutable() = default;

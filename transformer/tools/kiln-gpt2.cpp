@@ -14,7 +14,6 @@
 #include <future>
 #include <iostream>
 #include <iterator>
-#include <optional>
 #include <sstream>
 
 #ifndef KILN_DEFAULT_VOCAB_DIR
@@ -196,11 +195,12 @@ int main(int argc, char **argv) {
     };
     // Starting the driver and creating the GPU context takes a good part of
     // a start: it runs while the tokenizer and the weights load.
-    auto probe = std::async(std::launch::async, [wanted = a.device != "cpu"] {
-      std::string why;
-      bool ok = wanted && cuda::available(&why);
-      return std::make_pair(ok, why);
-    });
+    std::shared_future<std::pair<bool, std::string>> probe =
+        std::async(std::launch::async, [wanted = a.device != "cpu"] {
+          std::string why;
+          bool ok = wanted && cuda::available(&why);
+          return std::make_pair(ok, why);
+        });
     if (!a.precision.empty())
       (void)gpt2::parse_precision(a.precision);
 
@@ -220,21 +220,15 @@ int main(int argc, char **argv) {
           prompts.back().push_back(tok.eot());
       }
 
-    std::optional<std::pair<bool, std::string>> gpu;
-    auto gpuFound = [&]() -> const std::pair<bool, std::string> & {
-      if (!gpu)
-        gpu = probe.get();
-      return *gpu;
-    };
     // Without a GPU the probe is usually done by now: say so before loading.
     if (a.device == "cuda" && probe.wait_for(std::chrono::seconds(0)) == std::future_status::ready &&
-        !gpuFound().first)
-      throw Error("--device cuda: " + gpuFound().second);
+        !probe.get().first)
+      throw Error("--device cuda: " + probe.get().second);
     gpt2::Weights weights = loadWeights(a);
     if (weights.config.vocab_size != tok.vocab_size())
       throw Error("the model's vocabulary has " + std::to_string(weights.config.vocab_size) +
                   " tokens, the tokenizer's " + std::to_string(tok.vocab_size()));
-    const auto &[haveGpu, why] = gpuFound();
+    const auto &[haveGpu, why] = probe.get();
     std::string device = a.device.empty() ? (haveGpu ? "cuda" : "cpu") : a.device;
     if (device == "cuda" && !haveGpu)
       throw Error("--device cuda: " + why);

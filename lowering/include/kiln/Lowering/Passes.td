@@ -124,9 +124,13 @@ def ConvertKilnToGpu : Pass<"convert-kiln-to-gpu", "mlir::ModuleOp"> {
     * *replicated* (small tiles): every thread holds every element.
 
     Element-wise ops, loads and stores act on each thread's elements.
-    Vector loads are predicated PTX instructions (the vector load where a
-    group is aligned and unmasked, element loads otherwise), so no branch
-    separates the loads of a thread and all of them can be in flight.
+    A vector load is a predicated PTX instruction that runs where its group
+    is aligned and unmasked; element loads for the other groups sit behind a
+    rarely-taken branch (in line, predicated, past 48 groups in a kernel,
+    where ptxas's register allocation would break down). Masked element
+    loads are predicated instructions too. Nothing on the common path reads
+    a loaded register before the next load issues, so all of a thread's
+    loads can be in flight. Multiplies and adds may contract into fma.
     Broadcasts of index arithmetic (ranges, splats, integer ops, pointer
     offsets) are recomputed at each destination element; other broadcasts
     between layouts go through shared memory. A reduction along the last
