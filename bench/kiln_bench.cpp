@@ -115,6 +115,38 @@ template <bool BIAS> void BM_matmul(benchmark::State &state) {
   state.counters["tune_s"] = tuned.tuning_seconds();
 }
 
+/// The prefill products of the GPT-2 decoder (QKV with bias, fc with
+/// bias+gelu, projections with bias and the residual added in place), tuned
+/// over tile shapes, warps and stages at the shapes a batch of prompts
+/// packs into. Every candidate's time goes to stderr.
+template <template <class, int, int, int> class Op> void BM_prefill(benchmark::State &state) {
+  int M = int(state.range(0)), K = int(state.range(1)), N = int(state.range(2));
+  auto a = random_device<kiln::half>(std::size_t(M) * K), b = random_device<kiln::half>(std::size_t(K) * N);
+  auto bias = random_device<kiln::half>(N);
+  cuda::DeviceBuffer<kiln::half> c(std::size_t(M) * N);
+  auto launch = [&](const auto &k) {
+    using Kern = typename std::decay_t<decltype(k)>::kernel_type;
+    Grid grid(ceil_div(M, Kern::BM), ceil_div(N, Kern::BN));
+    if constexpr (std::is_same_v<Op<f16, 1, 1, 1>, ops::MatmulBiasResidual<f16, 1, 1, 1>>)
+      k.launch(grid, a.data(), b.data(), bias.data(), c.data(), c.data(), M, N, K, K, N, N);
+    else
+      k.launch(grid, a.data(), b.data(), bias.data(), c.data(), M, N, K, K, N, N);
+  };
+  std::string key = "prefill " + std::to_string(M) + "x" + std::to_string(K) + "x" + std::to_string(N);
+  auto tuned = autotune<Op<f16, 32, 32, 32>, Op<f16, 32, 64, 64>, Op<f16, 64, 32, 64>,
+                        Op<f16, 64, 64, 32>, Op<f16, 64, 64, 64>, Op<f16, 128, 64, 32>,
+                        Op<f16, 128, 64, 64>, Op<f16, 64, 128, 64>, Op<f16, 128, 128, 32>,
+                        Op<f16, 128, 128, 64>>(
+      gpu(), key, TuneSpace({4, 8}, {2, 3}), launch);
+  for (const auto &r : tuned.results())
+    std::fprintf(stderr, "%s %s %.4f ms %s\n", key.c_str(), r.label.c_str(), r.ms, r.error.c_str());
+  for (auto _ : state) {
+    double ms = cuda::time_ms([&] { tuned.run(); }, 10, 2);
+    report(state, ms, 0, 2.0 * M * N * K);
+  }
+  state.SetLabel(tuned.label() + (tuned.from_disk() ? " (tuned earlier)" : ""));
+}
+
 /// cuBLAS on the same shapes, in the same process: cublasGemmEx for the
 /// plain product, cuBLASLt with its GELU_BIAS epilogue for the fused one.
 template <bool BIAS> void BM_cublas(benchmark::State &state) {
@@ -197,6 +229,15 @@ BENCHMARK(BM_layernorm<1024, false>)->Args({32768, 4096, 8})->UseManualTime()->U
 BENCHMARK(BM_matmul<false>)->Args({4096, 4096, 4096})->UseManualTime()->Unit(benchmark::kMillisecond)->Iterations(1);
 BENCHMARK(BM_matmul<true>)->Args({8192, 768, 3072})->Args({8192, 4096, 4096})
     ->UseManualTime()->Unit(benchmark::kMillisecond)->Iterations(1);
+BENCHMARK(BM_prefill<ops::MatmulBias>)->Args({2016, 768, 2304})->Args({256, 768, 2304})
+    ->UseManualTime()->Unit(benchmark::kMicrosecond)->Iterations(1);
+BENCHMARK(BM_prefill<ops::MatmulBiasGelu>)->Args({2016, 768, 3072})->Args({256, 768, 3072})
+    ->UseManualTime()->Unit(benchmark::kMicrosecond)->Iterations(1);
+BENCHMARK(BM_prefill<ops::MatmulBiasResidual>)->Args({2016, 768, 768})->Args({2016, 3072, 768})
+    ->Args({256, 768, 768})->Args({256, 3072, 768})
+    ->UseManualTime()->Unit(benchmark::kMicrosecond)->Iterations(1);
+BENCHMARK(BM_cublas<false>)->Args({2016, 768, 2304})->Args({2016, 3072, 768})->Args({2016, 768, 3072})
+    ->UseManualTime()->Unit(benchmark::kMicrosecond)->Iterations(1);
 BENCHMARK(BM_cublas<false>)->Args({4096, 4096, 4096})->UseManualTime()->Unit(benchmark::kMillisecond)->Iterations(1);
 BENCHMARK(BM_cublas<true>)->Args({8192, 768, 3072})->Args({8192, 4096, 4096})
     ->UseManualTime()->Unit(benchmark::kMillisecond)->Iterations(1);

@@ -234,6 +234,13 @@ V reshape(V v, std::span<const int> shape) {
   return wrap(kiln::ReshapeOp::create(b(), loc(), type, x));
 }
 
+V trans(V v) {
+  Value x = val(v);
+  auto src = cast<RankedTensorType>(x.getType());
+  auto type = RankedTensorType::get({src.getDimSize(1), src.getDimSize(0)}, src.getElementType());
+  return wrap(kiln::TransOp::create(b(), loc(), type, x));
+}
+
 V binary(BinOp op, V va, V vb) {
   Value x = val(va), y = val(vb);
   OpBuilder &bb = b();

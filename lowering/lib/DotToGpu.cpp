@@ -33,9 +33,41 @@ LogicalResult Emitter::emitDot(kiln::DotOp dot) {
   return success();
 }
 
-Emitter::SmemTile Emitter::operandTile(Value v, int64_t &scratchOffset) {
+LogicalResult Emitter::emitTrans(kiln::TransOp t) {
+  if (onlyTensorCoreB(t))
+    return success(); // the dots read the source's tile transposed
+  Value src = t.getSrc();
+  if (isUniform(src)) {
+    values[t] = raw(src);
+    return success();
+  }
+  auto from = cast<RankedTensorType>(src.getType());
+  Type stored = storageType(from.getElementType());
+  reserveSmem(spill(src, 0));
+  barrier();
+  Layout l = layoutOf(t.getType());
+  int64_t cols = t.getType().getDimSize(1);
+  auto &out = values[t];
+  for (int64_t j = 0; j < l.perThread; ++j) {
+    // result (r, c) is source (c, r)
+    Value flat = flatIndex(l, j);
+    Value r = arith::DivUIOp::create(b, loc, flat, i32(cols));
+    Value c = arith::RemUIOp::create(b, loc, flat, i32(cols));
+    Value at = arith::AddIOp::create(b, loc, arith::MulIOp::create(b, loc, c, i32(from.getDimSize(1))), r);
+    out.push_back(loadSmem(0, at, stored));
+  }
+  barrier();
+  return success();
+}
+
+Emitter::SmemTile Emitter::operandTile(Value v, int64_t &scratchOffset, bool transposable) {
   if (auto it = smemTiles.find(v); it != smemTiles.end())
     return it->second;
+  if (auto t = v.getDefiningOp<kiln::TransOp>(); t && transposable && onlyTensorCoreB(t)) {
+    SmemTile tile = operandTile(t.getSrc(), scratchOffset);
+    tile.transposed = true;
+    return tile;
+  }
   auto tile = cast<RankedTensorType>(v.getType());
   bool swizzle = keepsSwizzled(tile);
   int64_t base = (scratchOffset + 15) / 16 * 16;
@@ -51,15 +83,21 @@ LogicalResult Emitter::emitMmaDot(kiln::DotOp dot, const Mma &m) {
   // Operands from a ring are read in place (the ring's wait synchronised the
   // program); others are staged in scratch first.
   int64_t scratch = 0;
-  SmemTile ta = operandTile(dot.getA(), scratch);
-  SmemTile tb = operandTile(dot.getB(), scratch);
+  // A in an accumulator layout whose warps hold the same whole rows as this
+  // product's (the probabilities of attention): accumulator tiles 2kk and
+  // 2kk + 1 of a 16-row block are the A fragment at k = 16kk, in registers.
+  auto am = mma.find(dot.getA());
+  bool aInRegisters = am != mma.end() && am->second.wn == 1 && m.wn == 1 &&
+                      am->second.wm == m.wm && am->second.M == m.M && raw(dot.getA()).size() > 1;
+  SmemTile ta = aInRegisters ? SmemTile{} : operandTile(dot.getA(), scratch);
+  SmemTile tb = operandTile(dot.getB(), scratch, /*transposable=*/true);
   if (scratch > 0) {
     reserveSmem(scratch);
     barrier();
   }
   // ldmatrix wants swizzled rows (conflict-free) and, for B, pairs of 8-column tiles.
   bool pairsOfB = m.tilesN() % 2 == 0;
-  bool ldmatrixA = ta.swizzled, ldmatrixB = tb.swizzled && pairsOfB;
+  bool ldmatrixA = !aInRegisters && ta.swizzled, ldmatrixB = tb.swizzled && pairsOfB;
   MLIRContext *ctx = b.getContext();
   auto pair = VectorType::get({2}, in);
   Type f32 = b.getF32Type();
@@ -83,6 +121,8 @@ LogicalResult Emitter::emitMmaDot(kiln::DotOp dot, const Mma &m) {
     return operand(LLVM::LoadOp::create(b, loc, pair, tileAddr(ta, tileIndex(ta, row, k)), 4));
   };
   auto loadPairB = [&](Value k, Value n) -> Value { // B[k][n], B[k + 1][n]
+    if (tb.transposed) // consecutive in the source
+      return operand(LLVM::LoadOp::create(b, loc, pair, tileAddr(tb, tileIndex(tb, n, k)), 4));
     Value k1 = arith::AddIOp::create(b, loc, k, i32(1));
     Value v = LLVM::UndefOp::create(b, loc, pair);
     v = LLVM::InsertElementOp::create(b, loc, v, LLVM::LoadOp::create(b, loc, in, tileAddr(tb, tileIndex(tb, k, n))), i32(0));
@@ -121,6 +161,15 @@ LogicalResult Emitter::emitMmaDot(kiln::DotOp dot, const Mma &m) {
   // B (16 x 16 at k0.., n0..) transposed: matrices (k 0-7 | 8-15) x (n 0-7 | 8-15)
   // give b0, b1 of two adjacent 8-column mma tiles.
   auto ldmatrixFragB = [&](int64_t tn, int64_t k0) {
+    if (tb.transposed) {
+      // The source (N x K) read as is: matrices (n 0-7 | 8-15) x (k 0-7 | 8-15)
+      // are b0, b1 of the two tiles, in that order.
+      Value n = arith::AddIOp::create(b, loc, warpCol,
+                                      arith::AddIOp::create(b, loc, lane8,
+                                                            arith::AddIOp::create(b, loc, arith::MulIOp::create(b, loc, quadHi, i32(8)), i32(tn * 8))));
+      Value k = arith::AddIOp::create(b, loc, arith::MulIOp::create(b, loc, quadLo, i32(8)), i32(k0));
+      return ldmatrix(tb, tileIndex(tb, n, k), 4, false);
+    }
     Value k = arith::AddIOp::create(b, loc, lane8,
                                     arith::AddIOp::create(b, loc, arith::MulIOp::create(b, loc, quadLo, i32(8)), i32(k0)));
     Value n = arith::AddIOp::create(b, loc, warpCol,
@@ -147,9 +196,18 @@ LogicalResult Emitter::emitMmaDot(kiln::DotOp dot, const Mma &m) {
     for (int64_t tm = 0; tm < m.tilesM(); ++tm) {
       Value r0 = arith::AddIOp::create(b, loc, rowBase, i32(tm * 16));
       Value r1 = arith::AddIOp::create(b, loc, rowBase, i32(tm * 16 + 8));
-      SmallVector<Value> aFrag = ldmatrixA ? ldmatrixFragA(tm, k0)
-                                             : SmallVector<Value>{loadPairA(r0, kLo), loadPairA(r1, kLo),
-                                                                  loadPairA(r0, kHi), loadPairA(r1, kHi)};
+      SmallVector<Value> aFrag;
+      if (aInRegisters) {
+        SmallVector<Value> a = raw(dot.getA());
+        int64_t t0 = tm * am->second.tilesN() + k0 / 8;
+        for (int64_t t : {t0, t0 + 1})
+          for (int64_t r : {0, 2})
+            aFrag.push_back(operand(pack({a[t * 4 + r], a[t * 4 + r + 1]})));
+      } else if (ldmatrixA) {
+        aFrag = ldmatrixFragA(tm, k0);
+      } else {
+        aFrag = {loadPairA(r0, kLo), loadPairA(r1, kLo), loadPairA(r0, kHi), loadPairA(r1, kHi)};
+      }
       for (int64_t tn = 0; tn < m.tilesN(); ++tn) {
         int64_t base = (tm * m.tilesN() + tn) * 4;
         SmallVector<Value> c;

@@ -104,6 +104,11 @@ LogicalResult Emitter::emitOp(Operation *op) {
     // elements differently (the last dimension can change), so regroup
     // through shared memory when it does.
     Value src = op->getOperand(0), dst = op->getResult(0);
+    if (auto rows = rowsOf.find(src); rows != rowsOf.end() && holdsRows(dst.getType(), rows->second)) {
+      values[dst] = raw(src); // (M) and (M, 1): the same rows
+      rowsOf[dst] = rows->second;
+      return success();
+    }
     Layout ls = layoutOf(src.getType()), ld = layoutOf(dst.getType());
     SmallVector<Value> in = get(src);
     if (in.size() == 1 || (ls.distributed == ld.distributed && ls.vec == ld.vec)) {
@@ -120,12 +125,17 @@ LogicalResult Emitter::emitOp(Operation *op) {
     }
     auto srcType = cast<RankedTensorType>(src.getType());
     auto dstType = cast<RankedTensorType>(dst.getType());
-    if (srcType.getShape().back() == dstType.getShape().back())
+    if (srcType.getShape().back() == dstType.getShape().back()) {
       setStride(dst, strideOf(src));
+      if (prefixMasks.contains(src))
+        prefixMasks.insert(dst);
+    }
     return success();
   }
   if (auto bc = dyn_cast<kiln::BroadcastOp>(op))
     return emitBroadcast(bc);
+  if (auto t = dyn_cast<kiln::TransOp>(op))
+    return emitTrans(t);
   if (auto ap = dyn_cast<kiln::AddPtrOp>(op))
     return emitAddPtr(ap);
   if (auto ld = dyn_cast<kiln::LoadOp>(op))
@@ -150,28 +160,26 @@ LogicalResult Emitter::emitOp(Operation *op) {
   if (auto at = dyn_cast<kiln::AtomicAddOp>(op))
     return emitAtomicAdd(at);
   if (auto sel = dyn_cast<kiln::SelectOp>(op)) {
-    std::optional<Mma> m = commonMma(sel->getOperands(), sel.getType());
-    auto view = [&](Value v) { return m ? toMma(v, *m) : get(v); };
-    auto c = view(sel.getCondition()), t = view(sel.getTrueValue()), f = view(sel.getFalseValue());
+    OperandLayout common = commonLayout(sel->getOperands(), sel.getType());
+    auto c = common.view(sel.getCondition()), t = common.view(sel.getTrueValue()),
+         f = common.view(sel.getFalseValue());
     int64_t n = std::max({c.size(), t.size(), f.size()});
     SmallVector<Value> out;
     for (int64_t j = 0; j < n; ++j)
       out.push_back(arith::SelectOp::create(b, loc, pick(c, j), pick(t, j), pick(f, j)));
     values[sel] = out;
-    if (m && n > 1)
-      mma[sel] = *m;
+    common.assign(sel, n);
     return success();
   }
   if (auto cast = dyn_cast<kiln::CastOp>(op)) {
-    std::optional<Mma> m = commonMma(cast->getOperands(), cast.getType());
-    auto in = m ? toMma(cast.getSrc(), *m) : get(cast.getSrc());
+    OperandLayout common = commonLayout(cast->getOperands(), cast.getType());
+    auto in = common.view(cast.getSrc());
     Type to = kiln::getElementTypeOrSelf(cast.getType());
     SmallVector<Value> out;
     for (Value x : in)
       out.push_back(kiln::emitCast(b, loc, x, to));
     values[cast] = out;
-    if (m && out.size() > 1)
-      mma[cast] = *m;
+    common.assign(cast, out.size());
     return success();
   }
   if (auto red = dyn_cast<kiln::ReduceOp>(op))
@@ -200,12 +208,13 @@ LogicalResult Emitter::emitElementwise(Operation *op) {
     return op->emitError("convert-kiln-to-gpu: expected one result");
   Value result = op->getResult(0);
   Type elemType = kiln::getElementTypeOrSelf(result.getType());
-  // Operands in one layout: the accumulator layout if any operand has it.
-  std::optional<Mma> m = commonMma(op->getOperands(), result.getType());
+  // Operands in one layout: the accumulator layout (or a row slice of one)
+  // if any operand has it.
+  OperandLayout common = commonLayout(op->getOperands(), result.getType());
   SmallVector<SmallVector<Value>> operands;
   for (Value v : op->getOperands())
-    operands.push_back(m ? toMma(v, *m) : get(v));
-  int64_t n = m ? m->perThread() : layoutOf(result.getType()).perThread;
+    operands.push_back(common.view(v));
+  int64_t n = common.perThread();
   if (llvm::all_of(operands, [](auto &vs) { return vs.size() == 1; }))
     n = 1; // uniform operands (splats): one value serves every element
   SmallVector<Value> out;
@@ -218,30 +227,93 @@ LogicalResult Emitter::emitElementwise(Operation *op) {
     out.push_back(b.create(state)->getResult(0));
   }
   values[result] = out;
-  if (m && n > 1)
-    mma[result] = *m;
-  else
+  if (!common.assign(result, n)) {
     setStride(result, strideThrough(op));
+    notePrefix(op);
+  }
   return success();
+}
+
+Emitter::Foreseen Emitter::foresee(Value v, DenseMap<Value, Foreseen> &memo, int depth) {
+  if (auto it = mma.find(v); it != mma.end())
+    return {Foreseen::Accumulator, it->second};
+  if (auto it = rowsOf.find(v); it != rowsOf.end())
+    return {Foreseen::Rows, it->second};
+  auto tile = dyn_cast<RankedTensorType>(v.getType());
+  Operation *op = v.getDefiningOp();
+  if (values.count(v) || !tile || !op || depth > 32)
+    return {};
+  if (auto it = memo.find(v); it != memo.end())
+    return it->second;
+  auto compute = [&]() -> Foreseen {
+    if (auto dot = dyn_cast<kiln::DotOp>(op)) {
+      if (std::optional<Mma> m = mmaFor(dot))
+        return {Foreseen::Accumulator, *m};
+      return {};
+    }
+    if (auto red = dyn_cast<kiln::ReduceOp>(op)) {
+      Foreseen f = foresee(red.getSrc(), memo, depth + 1);
+      if (f.kind == Foreseen::Accumulator && red.getSrc().getType().getRank() == 2 && red.getAxis() == 1)
+        return {Foreseen::Rows, f.m};
+      return {};
+    }
+    if (isa<kiln::ExpandDimsOp, kiln::ReshapeOp>(op)) {
+      Foreseen f = foresee(op->getOperand(0), memo, depth + 1);
+      return f.kind == Foreseen::Rows && holdsRows(tile, f.m) ? f : Foreseen{};
+    }
+    if (auto bc = dyn_cast<kiln::BroadcastOp>(op)) {
+      Foreseen f = foresee(bc.getSrc(), memo, depth + 1);
+      if (f.kind == Foreseen::Rows)
+        if (std::optional<Mma> to = widen(f.m, tile))
+          return {Foreseen::Accumulator, *to};
+      return {};
+    }
+    bool elementwise = isa<kiln::SelectOp, kiln::CastOp>(op) ||
+                       (isa<arith::ArithDialect, math::MathDialect>(op->getDialect()) &&
+                        op->getNumResults() == 1);
+    if (!elementwise)
+      return {};
+    // As commonLayout decides: the first accumulator, else the first row slice.
+    Foreseen rows;
+    for (Value operand : op->getOperands()) {
+      if (operand.getType() != kiln::getSameShape(tile, kiln::getElementTypeOrSelf(operand.getType())))
+        continue;
+      Foreseen f = foresee(operand, memo, depth + 1);
+      if (f.kind == Foreseen::Accumulator)
+        return f;
+      if (f.kind == Foreseen::Rows && rows.kind == Foreseen::Default)
+        rows = f;
+    }
+    return rows;
+  };
+  Foreseen f = compute();
+  memo[v] = f;
+  return f;
 }
 
 LogicalResult Emitter::emitFor(scf::ForOp forOp) {
   SmallVector<Value> inits;
   SmallVector<size_t> counts;
   // Loop-carried tiles carry every element of their layout, even when the
-  // initial value is uniform (a splat): iterations make them differ.
-  // An accumulator fed back from a tensor-core dot stays in its layout.
+  // initial value is uniform (a splat): iterations make them differ. A tile
+  // that the body computes in an accumulator layout (or a row slice of one)
+  // is carried in it, so that it does not go through shared memory twice
+  // per iteration.
   auto yield = cast<scf::YieldOp>(forOp.getBody()->getTerminator());
-  SmallVector<std::optional<Mma>> argMma;
+  SmallVector<OperandLayout> carried;
+  DenseMap<Value, Foreseen> memo;
   for (auto [i, init] : llvm::enumerate(forOp.getInitArgs())) {
-    std::optional<Mma> m;
-    if (auto dot = yield.getOperand(i).getDefiningOp<kiln::DotOp>())
-      if (dot.getAcc() == forOp.getRegionIterArgs()[i])
-        m = mmaFor(dot);
-    argMma.push_back(m);
-    int64_t count = m ? m->perThread() : layoutOf(init.getType()).perThread;
+    OperandLayout layout{this, init.getType(), std::nullopt, std::nullopt};
+    Foreseen f = foresee(yield.getOperand(i), memo, 0);
+    auto tile = dyn_cast<RankedTensorType>(init.getType());
+    if (f.kind == Foreseen::Accumulator && tile && tile.getShape() == ArrayRef<int64_t>{f.m.M, f.m.N})
+      layout.m = f.m;
+    else if (f.kind == Foreseen::Rows && holdsRows(init.getType(), f.m))
+      layout.rows = f.m;
+    carried.push_back(layout);
+    int64_t count = layout.perThread();
     counts.push_back(count);
-    SmallVector<Value> vs = m ? toMma(init, *m) : get(init);
+    SmallVector<Value> vs = layout.view(init);
     for (int64_t j = 0; j < count; ++j)
       inits.push_back(pick(vs, j));
   }
@@ -255,8 +327,7 @@ LogicalResult Emitter::emitFor(scf::ForOp forOp) {
   for (auto [i, arg] : llvm::enumerate(forOp.getRegionIterArgs())) {
     auto slice = loop.getRegionIterArgs().slice(pos, counts[i]);
     values[arg] = SmallVector<Value>(slice.begin(), slice.end());
-    if (argMma[i])
-      mma[arg] = *argMma[i];
+    carried[i].assign(arg, counts[i]);
     pos += counts[i];
   }
   {
@@ -266,7 +337,7 @@ LogicalResult Emitter::emitFor(scf::ForOp forOp) {
       return failure();
     SmallVector<Value> yields;
     for (auto [i, v] : llvm::enumerate(yield.getOperands())) {
-      SmallVector<Value> vs = argMma[i] ? toMma(v, *argMma[i]) : get(v);
+      SmallVector<Value> vs = carried[i].view(v);
       for (size_t j = 0; j < counts[i]; ++j)
         yields.push_back(pick(vs, j));
     }
@@ -276,11 +347,37 @@ LogicalResult Emitter::emitFor(scf::ForOp forOp) {
   for (auto [i, res] : llvm::enumerate(forOp.getResults())) {
     auto slice = loop.getResults().slice(pos, counts[i]);
     values[res] = SmallVector<Value>(slice.begin(), slice.end());
-    if (argMma[i])
-      mma[res] = *argMma[i];
+    carried[i].assign(res, counts[i]);
     pos += counts[i];
   }
   return success();
+}
+
+SmallVector<Value> Emitter::toRows(Value v, const Mma &m) {
+  auto it = rowsOf.find(v);
+  if (it != rowsOf.end() && sameRows(it->second, m))
+    return raw(v);
+  if (isUniform(v))
+    return raw(v);
+  SmallVector<Value> out;
+  auto tile = cast<RankedTensorType>(v.getType());
+  auto rowIndex = [&](int64_t i) {
+    SmallVector<Value> idx(tile.getRank(), i32(0));
+    idx[0] = rowOf(m, i);
+    return idx;
+  };
+  if (canRematerialize(v, 0)) {
+    for (int64_t i = 0; i < rowsPerThread(m); ++i)
+      out.push_back(rematerialize(v, rowIndex(i)));
+    return out;
+  }
+  Type stored = storageType(tile.getElementType());
+  reserveSmem(spill(v, 0));
+  barrier();
+  for (int64_t i = 0; i < rowsPerThread(m); ++i)
+    out.push_back(loadSmem(0, rowOf(m, i), stored));
+  barrier();
+  return out;
 }
 
 } // namespace kiln::gpu_lowering

@@ -123,6 +123,32 @@ private:
     if (s && (*s == 0 || *s == 1))
       strides[v] = *s;
   }
+  /// Masks that are true for a prefix of every run along the last dimension
+  /// (`i < n` with i consecutive and n the same along it, and conjunctions of
+  /// such with masks uniform along it): a group of consecutive elements is
+  /// wholly set if its last bit is, and partly set if its first is.
+  DenseSet<Value> prefixMasks;
+  bool isPrefix(Value mask) { return prefixMasks.contains(mask); }
+  /// Records whether the result of element-wise `op` is a prefix mask.
+  void notePrefix(Operation *op) {
+    Value r = op->getResult(0);
+    auto prefixOrUniform = [&](Value v) { return isPrefix(v) || strideOf(v) == 0; };
+    if (isa<arith::AndIOp>(op) && llvm::any_of(op->getOperands(), [&](Value v) { return isPrefix(v); }) &&
+        llvm::all_of(op->getOperands(), prefixOrUniform)) {
+      prefixMasks.insert(r);
+      return;
+    }
+    auto cmp = dyn_cast<arith::CmpIOp>(op);
+    if (!cmp)
+      return;
+    auto lhs = strideOf(cmp.getLhs()), rhs = strideOf(cmp.getRhs());
+    using P = arith::CmpIPredicate;
+    P p = cmp.getPredicate();
+    bool below = p == P::slt || p == P::ult || p == P::sle || p == P::ule;
+    bool above = p == P::sgt || p == P::ugt || p == P::sge || p == P::uge;
+    if ((below && lhs == 1 && rhs == 0) || (above && lhs == 0 && rhs == 1))
+      prefixMasks.insert(r);
+  }
   /// Stride of an element-wise integer op's result from its operands'.
   std::optional<int64_t> strideThrough(Operation *op) {
     auto sa = op->getNumOperands() > 0 ? strideOf(op->getOperand(0)) : std::nullopt;
@@ -170,27 +196,22 @@ private:
     return it->second;
   }
   /// The elements of `v` in the default (distributed or replicated) layout,
-  /// converting a tensor-core accumulator once, through shared memory.
+  /// converting a tensor-core accumulator or a row slice of one once, through
+  /// shared memory.
   SmallVector<Value> get(Value v) {
-    auto m = mma.find(v);
-    if (m == mma.end())
+    if (!mma.count(v) && !rowsOf.count(v))
       return raw(v);
     auto cached = defaults.find(v);
     if (cached != defaults.end())
       return cached->second;
-    SmallVector<Value> in = raw(v);
-    SmallVector<Value> out;
-    if (in.size() == 1) {
-      out = in;
-    } else {
+    SmallVector<Value> out = raw(v);
+    if (out.size() > 1) {
       auto tile = cast<RankedTensorType>(v.getType());
       Type stored = storageType(tile.getElementType());
-      Mma info = m->second;
-      for (int64_t j = 0; j < int64_t(in.size()); ++j)
-        storeSmem(0, mmaFlat(info, j), in[j]);
-      reserveSmem(tile.getNumElements() * byteSize(stored));
+      reserveSmem(spill(v, 0));
       barrier();
       Layout l = layoutOf(tile);
+      out.clear();
       for (int64_t j = 0; j < l.perThread; ++j)
         out.push_back(loadSmem(0, flatIndex(l, j), stored));
       barrier();
@@ -220,6 +241,42 @@ private:
   DenseMap<Value, Mma> mma;
   DenseMap<Value, SmallVector<Value>> defaults;
 
+  /// Element-wise ops (including kiln.select and kiln.cast) of one shape.
+  static bool sameShapeElementwise(Operation *op, Value v) {
+    bool elementwise = isa<kiln::SelectOp, kiln::CastOp>(op) ||
+                       (isa<arith::ArithDialect, math::MathDialect>(op->getDialect()) &&
+                        op->getNumResults() == 1);
+    return elementwise && isa<RankedTensorType>(op->getResult(0).getType()) &&
+           cast<RankedTensorType>(op->getResult(0).getType()).getShape() ==
+               cast<RankedTensorType>(v.getType()).getShape();
+  }
+  /// Whether element-wise uses of `v` reach a reduction along its rows.
+  static bool rowsReduced(Value v, int depth) {
+    if (depth > 8)
+      return false;
+    for (Operation *user : v.getUsers()) {
+      if (auto red = dyn_cast<kiln::ReduceOp>(user); red && red.getAxis() == 1)
+        return true;
+      if (sameShapeElementwise(user, v) && rowsReduced(user->getResult(0), depth + 1))
+        return true;
+    }
+    return false;
+  }
+  /// Whether `v` is computed element-wise from a kiln.dot's result.
+  static bool fromProduct(Value v, int depth) {
+    Operation *op = v.getDefiningOp();
+    if (!op || depth > 8)
+      return false;
+    if (isa<kiln::DotOp>(op))
+      return true;
+    if (!sameShapeElementwise(op, v))
+      return false;
+    return llvm::any_of(op->getOperands(), [&](Value x) {
+      auto t = dyn_cast<RankedTensorType>(x.getType());
+      return t && t.getShape() == cast<RankedTensorType>(v.getType()).getShape() && fromProduct(x, depth + 1);
+    });
+  }
+
   /// The tensor-core layout `dot` uses for its result, if it can use one.
   std::optional<Mma> mmaFor(kiln::DotOp dot) const {
     auto a = dot.getA().getType();
@@ -230,6 +287,12 @@ private:
     if (K % 16 != 0)
       return std::nullopt;
     int warps = threads / 32;
+    // Products whose rows are reduced (attention scores) or that multiply
+    // such rows (the probabilities times V) split the rows over the warps
+    // only: each warp holds whole rows, reduces them with shuffles, and
+    // feeds them to the next product from its registers.
+    if (M % (16 * warps) == 0 && N % 8 == 0 && (rowsReduced(dot.getResult(), 0) || fromProduct(dot.getA(), 0)))
+      return Mma{M, N, warps, 1};
     std::optional<Mma> best;
     for (int wm = 1; wm <= warps; wm *= 2) {
       int wn = warps / wm;
@@ -244,23 +307,128 @@ private:
     return best;
   }
 
-  /// Flat (row-major) index of this thread's j-th accumulator element.
-  Value mmaFlat(const Mma &m, int64_t j) {
+  /// (row, column) of this thread's j-th accumulator element.
+  std::pair<Value, Value> mmaRowCol(const Mma &m, int64_t j) {
     int64_t tile = j / 4, r = j % 4;
-    int64_t tm = tile / m.tilesN(), tn = tile % m.tilesN();
-    Value wr = arith::DivUIOp::create(b, loc, warp, i32(m.wn));
+    int64_t tn = tile % m.tilesN();
     Value wc = arith::RemUIOp::create(b, loc, warp, i32(m.wn));
-    Value row = arith::AddIOp::create(
-        b, loc, arith::MulIOp::create(b, loc, wr, i32(m.M / m.wm)),
-        arith::AddIOp::create(b, loc, arith::DivUIOp::create(b, loc, lane, i32(4)),
-                              i32(tm * 16 + (r >= 2 ? 8 : 0))));
     Value col = arith::AddIOp::create(
         b, loc, arith::MulIOp::create(b, loc, wc, i32(m.N / m.wn)),
         arith::AddIOp::create(
             b, loc,
             arith::MulIOp::create(b, loc, arith::RemUIOp::create(b, loc, lane, i32(4)), i32(2)),
             i32(tn * 8 + (r & 1))));
+    return {rowOf(m, rowSlot(m, j)), col};
+  }
+  /// Flat (row-major) index of this thread's j-th accumulator element.
+  Value mmaFlat(const Mma &m, int64_t j) {
+    auto [row, col] = mmaRowCol(m, j);
     return arith::AddIOp::create(b, loc, arith::MulIOp::create(b, loc, row, i32(m.N)), col);
+  }
+
+  //===--------------------------------------------------------------------===//
+  // Row slices of an accumulator layout
+  //===--------------------------------------------------------------------===//
+
+  /// A tile of M elements along its first dimension ((M) or (M, 1)) held as
+  /// the rows of accumulator layout `m`, as a reduction along a row leaves
+  /// them: a thread holds the 2 * tilesM() rows its accumulator elements lie
+  /// in, so that broadcasting back along the row moves nothing. The four
+  /// lanes of a quad and the wn warps of a warp row hold the same values.
+  DenseMap<Value, Mma> rowsOf;
+  static int64_t rowsPerThread(const Mma &m) { return m.tilesM() * 2; }
+  /// The slot of the row slice that accumulator element j lies in.
+  static int64_t rowSlot(const Mma &m, int64_t j) {
+    return (j / 4) / m.tilesN() * 2 + (j % 4 >= 2 ? 1 : 0);
+  }
+  /// Layouts whose threads hold the same rows.
+  static bool sameRows(const Mma &x, const Mma &y) {
+    return x.M == y.M && x.wm == y.wm && x.wn == y.wn;
+  }
+  /// The row of slot i of a row slice.
+  Value rowOf(const Mma &m, int64_t i) {
+    Value wr = arith::DivUIOp::create(b, loc, warp, i32(m.wn));
+    return arith::AddIOp::create(
+        b, loc, arith::MulIOp::create(b, loc, wr, i32(m.M / m.wm)),
+        arith::AddIOp::create(b, loc, arith::DivUIOp::create(b, loc, lane, i32(4)),
+                              i32((i / 2) * 16 + (i % 2) * 8)));
+  }
+  /// Whether this thread is the one that writes its rows (lane 0 of its quad, first warp column).
+  Value ownsRows(const Mma &m) {
+    Value first = isZero(arith::RemUIOp::create(b, loc, lane, i32(4)));
+    if (m.wn == 1)
+      return first;
+    return arith::AndIOp::create(b, loc, first, isZero(arith::RemUIOp::create(b, loc, warp, i32(m.wn))));
+  }
+  /// `v`, of M elements along its first dimension, as a row slice of `m`
+  /// (recomputed for index arithmetic, otherwise through shared memory).
+  SmallVector<Value> toRows(Value v, const Mma &m);
+  /// The row-slice layout shared by `operands` of the result's shape, when one has it.
+  std::optional<Mma> commonRows(ValueRange operands, Type result) {
+    for (Value v : operands) {
+      auto it = rowsOf.find(v);
+      if (it != rowsOf.end() && v.getType() == kiln::getSameShape(result, kiln::getElementTypeOrSelf(v.getType())))
+        return it->second;
+    }
+    return std::nullopt;
+  }
+  /// Whether `t` ((M, N)) can take accumulator layout m's rows over N columns.
+  static std::optional<Mma> widen(const Mma &rows, RankedTensorType t) {
+    if (t.getRank() != 2 || t.getDimSize(0) != rows.M || t.getDimSize(1) % (8 * rows.wn) != 0)
+      return std::nullopt;
+    return Mma{rows.M, t.getDimSize(1), rows.wm, rows.wn};
+  }
+  /// Accumulator layout `to` of a broadcast along the rows of row slice `in`.
+  SmallVector<Value> broadcastRows(ArrayRef<Value> in, const Mma &to) {
+    SmallVector<Value> out;
+    for (int64_t j = 0; j < to.perThread(); ++j)
+      out.push_back(in[rowSlot(to, j)]);
+    return out;
+  }
+
+  /// The layout a value will have, looked up or foreseen from how it is
+  /// computed (for loop-carried values, before the loop body is emitted).
+  struct Foreseen {
+    enum Kind { Default, Accumulator, Rows } kind = Default;
+    Mma m{};
+  };
+  Foreseen foresee(Value v, DenseMap<Value, Foreseen> &memo, int depth);
+  /// Whether `t` is M elements along its first dimension, as m's row slices are.
+  static bool holdsRows(Type t, const Mma &m) {
+    auto tile = dyn_cast<RankedTensorType>(t);
+    return tile && tile.getDimSize(0) == m.M && tile.getNumElements() == m.M;
+  }
+
+  /// The layout an op's operands are brought into: an accumulator layout, a
+  /// row slice of one, or the default layout of the result.
+  struct OperandLayout {
+    Emitter *e;
+    Type result;
+    std::optional<Mma> m, rows;
+    SmallVector<Value> view(Value v) {
+      return m ? e->toMma(v, *m) : rows ? e->toRows(v, *rows) : e->get(v);
+    }
+    int64_t perThread() const {
+      return m ? m->perThread() : rows ? rowsPerThread(*rows) : e->layoutOf(result).perThread;
+    }
+    /// Records the layout of `v`, which holds `n` values in it, unless it is
+    /// the default or `v` is uniform; returns whether it did.
+    bool assign(Value v, int64_t n) {
+      if (n <= 1 || (!m && !rows))
+        return false;
+      if (m)
+        e->mma[v] = *m;
+      else
+        e->rowsOf[v] = *rows;
+      return true;
+    }
+  };
+  OperandLayout commonLayout(ValueRange operands, Type result) {
+    OperandLayout l{this, result, std::nullopt, std::nullopt};
+    l.m = commonMma(operands, result);
+    if (!l.m)
+      l.rows = commonRows(operands, result);
+    return l;
   }
 
   /// The elements of `v` in accumulator layout `m` (through shared memory
@@ -269,21 +437,37 @@ private:
     auto it = mma.find(v);
     if (it != mma.end() && it->second == m)
       return raw(v);
+    auto bc = v.getDefiningOp<kiln::BroadcastOp>();
+    if (bc) {
+      // A row slice broadcast along its rows moves nothing.
+      auto rows = rowsOf.find(bc.getSrc());
+      if (rows != rowsOf.end() && sameRows(rows->second, m))
+        return broadcastRows(raw(bc.getSrc()), m);
+    }
     SmallVector<Value> in = get(v);
     if (in.size() == 1)
       return in;
+    SmallVector<Value> out;
+    if (canRematerialize(v, 0)) {
+      // Index arithmetic (masks, offsets) is recomputed at each element.
+      for (int64_t j = 0; j < m.perThread(); ++j) {
+        auto [row, col] = mmaRowCol(m, j);
+        out.push_back(rematerialize(v, {row, col}));
+      }
+      return out;
+    }
     auto tile = cast<RankedTensorType>(v.getType());
     Type stored = storageType(tile.getElementType());
-    if (auto bc = v.getDefiningOp<kiln::BroadcastOp>()) {
+    if (bc) {
       // Gather from the (smaller) source of a broadcast, e.g. a bias row.
       auto src = bc.getSrc().getType();
       if (isUniform(bc.getSrc()))
         return get(bc.getSrc());
       reserveSmem(spill(bc.getSrc(), 0));
       barrier();
-      SmallVector<Value> out;
       for (int64_t j = 0; j < m.perThread(); ++j) {
-        SmallVector<Value> idx = unravel(mmaFlat(m, j), tile.getShape());
+        auto [row, col] = mmaRowCol(m, j);
+        SmallVector<Value> idx{row, col};
         for (int64_t d = 0; d < tile.getRank(); ++d)
           if (src.getDimSize(d) == 1)
             idx[d] = i32(0);
@@ -294,7 +478,6 @@ private:
     }
     reserveSmem(spill(v, 0));
     barrier();
-    SmallVector<Value> out;
     for (int64_t j = 0; j < m.perThread(); ++j)
       out.push_back(loadSmem(0, mmaFlat(m, j), stored));
     barrier();
@@ -408,6 +591,9 @@ private:
     Value base;
     RankedTensorType type;
     bool swizzled;
+    /// Holds the transpose of the operand: operand element (r, c) is element
+    /// (c, r) of `type` (the source of a kiln.trans).
+    bool transposed = false;
     int64_t cols() const { return type.getShape().back(); }
   };
   /// Element index of (row, col) of a 2-D tile.
@@ -439,13 +625,46 @@ private:
 
   /// Writes every element this thread holds of `v` at its flat index (for
   /// `swizzle`, at its swizzled index: 2-D 16-bit tiles); returns bytes used.
+  /// Accumulators and row slices are written from their own layouts.
   int64_t spill(Value v, int64_t base, bool swizzle = false) {
     auto tile = cast<RankedTensorType>(v.getType());
     Type stored = storageType(tile.getElementType());
+    int64_t bytes = tile.getNumElements() * std::max<int64_t>(byteSize(stored), 1);
+    int64_t cols = tile.getShape().back();
+    auto at = [&](Value row, Value col) -> Value {
+      if (swizzle)
+        return swizzled(row, col, cols);
+      return arith::AddIOp::create(b, loc, arith::MulIOp::create(b, loc, row, i32(cols)), col);
+    };
+    SmallVector<Value> own = raw(v);
+    if (auto it = mma.find(v); it != mma.end() && own.size() > 1) {
+      // Columns 2c and 2c + 1 of a row are one thread's: one store each pair.
+      const Mma &m = it->second;
+      bool pairs = stored.getIntOrFloatBitWidth() >= 8;
+      for (int64_t j = 0; j < m.perThread(); j += 2) {
+        auto [row, col] = mmaRowCol(m, j);
+        Value index = at(row, col);
+        if (!pairs) {
+          storeSmem(base, index, own[j]);
+          storeSmem(base, arith::AddIOp::create(b, loc, index, i32(1)), own[j + 1]);
+          continue;
+        }
+        LLVM::StoreOp::create(b, loc, pack({own[j], own[j + 1]}), smemAddr(base, index, stored),
+                              2 * byteSize(stored));
+      }
+      return bytes;
+    }
+    if (auto it = rowsOf.find(v); it != rowsOf.end()) {
+      const Mma &m = it->second;
+      onlyIf(ownsRows(m), [&] {
+        for (int64_t i = 0; i < rowsPerThread(m); ++i)
+          storeSmem(base, rowOf(m, i), own[i]);
+      });
+      return bytes;
+    }
     Layout l = layoutOf(tile);
     SmallVector<Value> vs = get(v);
     int64_t width = vectorWidth(l, stored);
-    int64_t cols = tile.getShape().back();
     auto index = [&](int64_t j) -> Value {
       Value flat = flatIndex(l, j);
       if (!swizzle)
@@ -465,10 +684,9 @@ private:
       LLVM::StoreOp::create(b, loc, vec, smemAddr(base, index(j), stored),
                             width * byteSize(stored));
     }
-    return tile.getNumElements() * std::max<int64_t>(byteSize(stored), 1);
+    return bytes;
   }
 
-  /// Elements per vector access for layout `l` and element type `t` (at most 16 bytes).
   int64_t vectorWidth(const Layout &l, Type t) {
     if (!l.distributed || l.vec == 1 || t.isInteger(1))
       return 1;
@@ -510,7 +728,9 @@ private:
 
   /// i1: `addr` is a multiple of `bytes` and every mask in `masks` is set,
   /// so that one vector access can serve the whole group.
-  Value vectorizable(Value addr, int64_t bytes, ArrayRef<Value> masks);
+  /// Whether a group at `addr` is aligned and wholly unmasked; for a
+  /// `prefix` mask (see isPrefix) its last element's bit says so.
+  Value vectorizable(Value addr, int64_t bytes, ArrayRef<Value> masks, bool prefix);
 
   /// An scf.for over [lb, ub) carrying `inits`; `body(iv, carried)` returns
   /// the next carried values.
@@ -520,10 +740,12 @@ private:
   /// A group of `width` loads: one vector load when the pointers are
   /// consecutive (known statically), the first is aligned and every mask bit is
   /// set (checked at run time), element loads otherwise.
-  SmallVector<Value> loadGroup(Type elemType, ArrayRef<Value> addrs, ArrayRef<Value> masks,
+  SmallVector<Value> loadGroup(Type elemType, bool prefix, ArrayRef<Value> addrs, ArrayRef<Value> masks,
                                ArrayRef<Value> fills);
 
   Value loadOne(Type elemType, Value addr, Value mask, Value fill);
+  /// The addresses of `width` consecutive elements from `first`.
+  SmallVector<Value> consecutive(Value first, int64_t width, Type elemType);
   /// loadOne of each element of a group (masks and fills may be empty).
   SmallVector<Value> loadElements(Type elemType, ArrayRef<Value> addrs, ArrayRef<Value> masks,
                                   ArrayRef<Value> fills);
@@ -537,6 +759,10 @@ private:
   Value combine(kiln::ReduceKind kind, Value x, Value y) { return kiln::emitCombine(b, loc, kind, x, y); }
 
   LogicalResult emitReduce(kiln::ReduceOp red);
+  /// A reduction along the rows of an accumulator, into a row slice of its
+  /// layout: per thread, across the quad's lanes by shuffles, and across the
+  /// warps of a warp row through shared memory (nullopt: not an accumulator).
+  std::optional<SmallVector<Value>> reduceRows(kiln::ReduceOp red);
   /// kiln.atomic_add: fence, barrier, one acquire-release atomic by thread 0,
   /// its result broadcast through shared memory, fence.
   LogicalResult emitAtomicAdd(kiln::AtomicAddOp op);
@@ -553,9 +779,6 @@ private:
   std::optional<SmallVector<Value>> reduceAxisInParallel(kiln::ReduceOp red);
 
   LogicalResult emitArgMax(kiln::ArgMaxOp am);
-  /// Writes `v` row-major to shared memory at `base` (straight from the
-  /// accumulator layout when it has one); returns the bytes used.
-  int64_t spillRowMajor(Value v, int64_t base);
   /// Folds `src` along `axis` through shared memory: thread t folds the rows
   /// of result elements t, t + T, ... in a loop, `first(x0)` giving the
   /// carried values and `step(carried, x, k)` the next ones (carried[0] is
@@ -571,8 +794,19 @@ private:
   LogicalResult emitAsyncCopy(kiln::AsyncCopyOp cp);
   LogicalResult emitLocalLoad(kiln::LocalLoadOp ll);
   /// `v` in shared memory: in place for a kiln.local_load result, otherwise
-  /// spilled to scratch at `scratchOffset` (advanced past it).
-  SmemTile operandTile(Value v, int64_t &scratchOffset);
+  /// spilled to scratch at `scratchOffset` (advanced past it). With
+  /// `transposable`, a kiln.trans result is its source's tile, transposed.
+  SmemTile operandTile(Value v, int64_t &scratchOffset, bool transposable = false);
+  /// Whether every use of `v` is as the B operand of a tensor-core dot,
+  /// which reads a kiln.trans source in place.
+  bool onlyTensorCoreB(Value v) {
+    return !v.use_empty() && llvm::all_of(v.getUses(), [&](OpOperand &use) {
+      auto dot = dyn_cast<kiln::DotOp>(use.getOwner());
+      return dot && use.getOperandNumber() == 1 && mmaFor(dot);
+    });
+  }
+  /// kiln.trans: through shared memory, unless only tensor-core dots read it.
+  LogicalResult emitTrans(kiln::TransOp t);
 
   /// dot on tensor cores: A and B are staged in shared memory (row-major),
   /// each warp loads its A (16x16) and B (16x8) fragments and issues

@@ -30,11 +30,13 @@ Value Emitter::globalPtr(Value addr) {
   return LLVM::IntToPtrOp::create(b, loc, LLVM::LLVMPointerType::get(b.getContext(), 1), addr);
 }
 
-Value Emitter::vectorizable(Value addr, int64_t bytes, ArrayRef<Value> masks) {
+Value Emitter::vectorizable(Value addr, int64_t bytes, ArrayRef<Value> masks, bool prefix) {
   Value fast = arith::CmpIOp::create(
       b, loc, arith::CmpIPredicate::eq,
       arith::AndIOp::create(b, loc, addr, arith::ConstantOp::create(b, loc, b.getI64IntegerAttr(bytes - 1))),
       arith::ConstantOp::create(b, loc, b.getI64IntegerAttr(0)));
+  if (prefix && !masks.empty())
+    return arith::AndIOp::create(b, loc, fast, masks.back());
   for (Value m : masks)
     fast = arith::AndIOp::create(b, loc, fast, m);
   return fast;
@@ -90,12 +92,23 @@ SmallVector<Value> Emitter::loadElements(Type elemType, ArrayRef<Value> addrs, A
   return parts;
 }
 
-SmallVector<Value> Emitter::loadGroup(Type elemType, ArrayRef<Value> addrs, ArrayRef<Value> masks,
+SmallVector<Value> Emitter::consecutive(Value first, int64_t width, Type elemType) {
+  SmallVector<Value> addrs{first};
+  for (int64_t k = 1; k < width; ++k)
+    addrs.push_back(arith::AddIOp::create(
+        b, loc, first, arith::ConstantOp::create(b, loc, b.getI64IntegerAttr(k * byteSize(elemType)))));
+  return addrs;
+}
+
+SmallVector<Value> Emitter::loadGroup(Type elemType, bool prefix, ArrayRef<Value> groupAddrs, ArrayRef<Value> masks,
                              ArrayRef<Value> fills) {
-  int64_t width = addrs.size();
+  int64_t width = groupAddrs.size();
+  // Offsets from the first address: loop-invariant code motion would
+  // otherwise keep a base register pair per element for the slow path.
+  SmallVector<Value> addrs = consecutive(groupAddrs[0], width, elemType);
   auto vecType = VectorType::get({width}, elemType);
   int64_t bytes = width * byteSize(elemType);
-  Value fast = vectorizable(addrs[0], bytes, masks);
+  Value fast = vectorizable(addrs[0], bytes, masks, prefix);
   bool predicable = bytes % 4 == 0 && bytes <= 16 && byteSize(elemType) >= 2 && !isa<kiln::PtrType>(elemType);
   // Past this many branches in one kernel, ptxas's register allocation
   // breaks down (a 12-chunk, 8-row decode product went from no spills to
@@ -118,7 +131,7 @@ SmallVector<Value> Emitter::loadGroup(Type elemType, ArrayRef<Value> addrs, Arra
     if (!masks.empty() && llvm::all_of(fills, isZeroFill)) {
       Value any = masks[0];
       for (Value m : masks.drop_front())
-        if (m != masks[0])
+        if (m != masks[0] && !prefix)
           any = arith::OrIOp::create(b, loc, any, m);
       slow = arith::AndIOp::create(b, loc, slow, any);
     }
@@ -203,7 +216,7 @@ LogicalResult Emitter::emitLoad(kiln::LoadOp ld) {
         if (!fills.empty())
           f.push_back(pick(fills, j + k));
       }
-      auto part = loadGroup(elemType, a, m, f);
+      auto part = loadGroup(elemType, ld.getMask() && isPrefix(ld.getMask()), a, m, f);
       out.append(part.begin(), part.end());
     }
     values[ld] = out;
@@ -235,7 +248,7 @@ LogicalResult Emitter::emitStore(kiln::StoreOp st) {
         if (!masks.empty())
           groupMasks.push_back(pick(masks, j + k));
       }
-      Value fast = vectorizable(pick(ptrs, j), bytes, groupMasks);
+      Value fast = vectorizable(pick(ptrs, j), bytes, groupMasks, st.getMask() && isPrefix(st.getMask()));
       auto ifOp = scf::IfOp::create(b, loc, fast, /*withElseRegion=*/true);
       OpBuilder::InsertionGuard guard(b);
       b.setInsertionPointToStart(ifOp.thenBlock());
@@ -310,7 +323,7 @@ LogicalResult Emitter::emitAsyncCopy(kiln::AsyncCopyOp cp) {
     SmallVector<Value> groupMasks;
     for (int64_t k = 0; k < width && !masks.empty(); ++k)
       groupMasks.push_back(pick(masks, j + k));
-    Value fast = vectorizable(pick(ptrs, j), bytes, groupMasks);
+    Value fast = vectorizable(pick(ptrs, j), bytes, groupMasks, cp.getMask() && isPrefix(cp.getMask()));
     Value addr = tileAddr(dst, tileIndex(dst, flatIndex(l, j)));
     auto ifOp = scf::IfOp::create(b, loc, fast, /*withElseRegion=*/true);
     OpBuilder::InsertionGuard guard(b);
@@ -319,9 +332,9 @@ LogicalResult Emitter::emitAsyncCopy(kiln::AsyncCopyOp cp) {
                             NVVM::LoadCacheModifierKindAttr::get(ctx, NVVM::LoadCacheModifierKind::CG),
                             Value());
     b.setInsertionPointToStart(ifOp.elseBlock());
-    SmallVector<Value> part;
+    SmallVector<Value> part, addrs = consecutive(pick(ptrs, j), width, elemType);
     for (int64_t k = 0; k < width; ++k)
-      part.push_back(loadOne(elemType, pick(ptrs, j + k), at(masks, j + k), at(fills, j + k)));
+      part.push_back(loadOne(elemType, addrs[k], at(masks, j + k), at(fills, j + k)));
     LLVM::StoreOp::create(b, loc, pack(part), addr, bytes);
   }
   return success();
@@ -338,6 +351,8 @@ LogicalResult Emitter::emitLocalLoad(kiln::LocalLoadOp ll) {
   // Tensor-core dots read the buffer in place; anything else gets the tile
   // in registers.
   bool inPlace = llvm::all_of(ll->getUsers(), [&](Operation *user) {
+    if (auto t = dyn_cast<kiln::TransOp>(user))
+      return onlyTensorCoreB(t);
     auto dot = dyn_cast<kiln::DotOp>(user);
     return dot && mmaFor(dot) && dot.getAcc() != ll.getResult();
   });

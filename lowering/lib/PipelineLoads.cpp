@@ -50,10 +50,18 @@ void guardLoad(OpBuilder &b, kiln::LoadOp load, Value cond) {
   load.getMaskMutable().assign(mask);
 }
 
-/// True when every use of `load` is an operand of a kiln.dot: such tiles only
-/// need to reach shared memory, where the tensor cores read them.
+/// True when every use of `load` is an operand of a kiln.dot (directly, or
+/// transposed as the B operand): such tiles only need to reach shared memory,
+/// where the tensor cores read them.
 bool feedsOnlyDots(kiln::LoadOp load) {
-  return !load->use_empty() && llvm::all_of(load->getUses(), [](OpOperand &use) {
+  auto asB = [](kiln::TransOp t) {
+    return !t->use_empty() && llvm::all_of(t->getUses(), [](OpOperand &use) {
+      return isa<kiln::DotOp>(use.getOwner()) && use.getOperandNumber() == 1;
+    });
+  };
+  return !load->use_empty() && llvm::all_of(load->getUses(), [&](OpOperand &use) {
+    if (auto t = dyn_cast<kiln::TransOp>(use.getOwner()))
+      return asB(t);
     auto dot = dyn_cast<kiln::DotOp>(use.getOwner());
     return dot && use.getOperandNumber() < 2;
   });

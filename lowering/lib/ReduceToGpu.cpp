@@ -6,10 +6,20 @@ namespace kiln::gpu_lowering {
 LogicalResult Emitter::emitBroadcast(kiln::BroadcastOp bc) {
   auto src = bc.getSrc().getType();
   auto dst = bc.getType();
-  if (src.getShape().back() == 1 && dst.getShape().back() != 1)
+  if (src.getShape().back() == 1 && dst.getShape().back() != 1) {
     strides[bc] = 0;
-  else
+  } else {
     setStride(bc, strideOf(bc.getSrc()));
+    if (prefixMasks.contains(bc.getSrc()))
+      prefixMasks.insert(bc);
+  }
+  if (auto rows = rowsOf.find(bc.getSrc()); rows != rowsOf.end())
+    if (std::optional<Mma> to = widen(rows->second, dst)) {
+      // Along the rows of a row slice: the accumulator layout, nothing moves.
+      values[bc] = broadcastRows(raw(bc.getSrc()), *to);
+      mma[bc] = *to;
+      return success();
+    }
   Layout ls = layoutOf(src), ld = layoutOf(dst);
   SmallVector<Value> in = get(bc.getSrc());
   if (isUniform(bc.getSrc())) { // e.g. a splat: nothing moves
@@ -131,7 +141,65 @@ Value Emitter::rematerialize(Value v, ArrayRef<Value> idx) {
   return b.create(state)->getResult(0);
 }
 
+std::optional<SmallVector<Value>> Emitter::reduceRows(kiln::ReduceOp red) {
+  auto src = red.getSrc().getType();
+  Type elemType = src.getElementType();
+  auto it = mma.find(red.getSrc());
+  if (it == mma.end() || src.getRank() != 2 || red.getAxis() != 1 || isUniform(red.getSrc()) ||
+      !(elemType.isF32() || elemType.isF16() || elemType.isBF16() || elemType.isInteger(32)))
+    return std::nullopt;
+  const Mma m = it->second;
+  bool narrowFloat = elemType.isF16() || elemType.isBF16();
+  Type acc = narrowFloat ? b.getF32Type() : elemType;
+  auto widen = [&](Value v) { return narrowFloat ? Value(arith::ExtFOp::create(b, loc, acc, v)) : v; };
+  SmallVector<Value> in = raw(red.getSrc()), out;
+  // A thread's two columns of each 8-column tile of its row, then the four
+  // lanes of the quad that share the row.
+  for (int64_t i = 0; i < rowsPerThread(m); ++i) {
+    int64_t tm = i / 2, half = i % 2;
+    Value x;
+    for (int64_t tn = 0; tn < m.tilesN(); ++tn)
+      for (int64_t c = 0; c < 2; ++c) {
+        Value e = widen(in[(tm * m.tilesN() + tn) * 4 + half * 2 + c]);
+        x = x ? combine(red.getKind(), x, e) : e;
+      }
+    for (int off = 1; off <= 2; off *= 2)
+      x = combine(red.getKind(), x,
+                  gpu::ShuffleOp::create(b, loc, x, i32(off), i32(32), gpu::ShuffleMode::XOR).getShuffleResult());
+    out.push_back(x);
+  }
+  if (m.wn > 1) {
+    // The warps of a warp row cover different columns: their partial
+    // results meet in shared memory, [wn][M].
+    reserveSmem(m.wn * m.M * byteSize(acc));
+    Value wc = arith::RemUIOp::create(b, loc, warp, i32(m.wn));
+    Value mine = arith::MulIOp::create(b, loc, wc, i32(m.M));
+    onlyIf(isZero(arith::RemUIOp::create(b, loc, lane, i32(4))), [&] {
+      for (int64_t i = 0; i < rowsPerThread(m); ++i)
+        storeSmem(0, arith::AddIOp::create(b, loc, mine, rowOf(m, i)), out[i]);
+    });
+    barrier();
+    for (int64_t i = 0; i < rowsPerThread(m); ++i) {
+      Value row = rowOf(m, i);
+      Value x = loadSmem(0, row, acc);
+      for (int64_t w = 1; w < m.wn; ++w)
+        x = combine(red.getKind(), x, loadSmem(0, arith::AddIOp::create(b, loc, row, i32(w * m.M)), acc));
+      out[i] = x;
+    }
+    barrier();
+  }
+  if (narrowFloat)
+    for (Value &x : out)
+      x = arith::TruncFOp::create(b, loc, elemType, x);
+  rowsOf[red] = m;
+  return out;
+}
+
 LogicalResult Emitter::emitReduce(kiln::ReduceOp red) {
+  if (auto rows = reduceRows(red)) {
+    values[red] = std::move(*rows);
+    return success();
+  }
   auto src = red.getSrc().getType();
   Type elemType = src.getElementType();
   Layout ls = layoutOf(src);
@@ -298,24 +366,13 @@ std::optional<SmallVector<Value>> Emitter::reduceAxisInParallel(kiln::ReduceOp r
   return out;
 }
 
-int64_t Emitter::spillRowMajor(Value v, int64_t base) {
-  auto it = mma.find(v);
-  SmallVector<Value> in = raw(v);
-  if (it == mma.end() || in.size() == 1)
-    return spill(v, base);
-  auto tile = cast<RankedTensorType>(v.getType());
-  for (int64_t j = 0; j < int64_t(in.size()); ++j)
-    storeSmem(base, mmaFlat(it->second, j), in[j]);
-  return tile.getNumElements() * byteSize(storageType(tile.getElementType()));
-}
-
 SmallVector<Value> Emitter::foldAlong(Value src, Type resultType, int64_t axis, Type resultElem,
                                       function_ref<SmallVector<Value>(Value)> first,
                                       function_ref<SmallVector<Value>(ValueRange, Value, Value)> step) {
   auto tile = cast<RankedTensorType>(src.getType());
   Type stored = storageType(tile.getElementType());
   Type resStored = storageType(resultElem);
-  int64_t srcBytes = spillRowMajor(src, 0);
+  int64_t srcBytes = spill(src, 0);
   int64_t resBase = (srcBytes + 15) / 16 * 16;
   SmallVector<int64_t> dstShape(tile.getShape());
   dstShape.erase(dstShape.begin() + axis);

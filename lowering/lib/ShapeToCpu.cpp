@@ -97,10 +97,23 @@ template <class Op> struct ReshapeLikeLowering : OpConversionPattern<Op> {
   }
 };
 
+struct TransLowering : OpConversionPattern<kiln::TransOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult matchAndRewrite(kiln::TransOp op, OpAdaptor adaptor,
+                                ConversionPatternRewriter &rewriter) const override {
+    auto dst = cast<RankedTensorType>(getTypeConverter()->convertType(op.getType()));
+    Value init = tensor::EmptyOp::create(rewriter, op.getLoc(), dst.getShape(), dst.getElementType());
+    auto transpose = linalg::TransposeOp::create(rewriter, op.getLoc(), adaptor.getSrc(), init,
+                                                 ArrayRef<int64_t>{1, 0});
+    rewriter.replaceOp(op, transpose->getResult(0));
+    return success();
+  }
+};
+
 } // namespace
 
 void kiln::populateShapeToCpuPatterns(CpuTypeConverter &converter, RewritePatternSet &patterns) {
-  patterns.add<MakeRangeLowering, SplatLowering, BroadcastLowering,
+  patterns.add<MakeRangeLowering, SplatLowering, BroadcastLowering, TransLowering,
                ReshapeLikeLowering<kiln::ExpandDimsOp>, ReshapeLikeLowering<kiln::ReshapeOp>>(
       converter, patterns.getContext());
 }

@@ -115,6 +115,28 @@ LogicalResult ReshapeOp::verify() {
   return success();
 }
 
+LogicalResult TransOp::verify() {
+  auto src = getSrc().getType();
+  auto dst = getType();
+  if (src.getRank() != 2)
+    return emitOpError("expects a 2-D tile, got rank ") << src.getRank();
+  if (src.getElementType() != dst.getElementType())
+    return emitOpError("element type changes from ") << src.getElementType() << " to "
+                                                     << dst.getElementType();
+  if (dst.getRank() != 2 || dst.getDimSize(0) != src.getDimSize(1) ||
+      dst.getDimSize(1) != src.getDimSize(0))
+    return emitOpError("result ") << dst << " is not the transpose of " << src;
+  return success();
+}
+
+OpFoldResult TransOp::fold(FoldAdaptor adaptor) {
+  if (auto inner = getSrc().getDefiningOp<TransOp>())
+    return inner.getSrc();
+  if (auto splat = dyn_cast_or_null<SplatElementsAttr>(adaptor.getSrc()))
+    return SplatElementsAttr::get(getType(), splat.getSplatValue<Attribute>());
+  return {};
+}
+
 OpFoldResult ReshapeOp::fold(FoldAdaptor adaptor) {
   if (getSrc().getType() == getType())
     return getSrc();

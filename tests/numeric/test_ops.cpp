@@ -461,3 +461,102 @@ TEST_CASE("decode attention over a split cache matches softmax attention") {
   check(dout.fetch(), want, 1e-5, 1e-4);
   CHECK(dcount.fetch() == std::vector<int32_t>(B * H, 0));
 }
+
+namespace {
+/// kiln.trans as a product's B operand (read in place on tensor cores) and
+/// on its own (through shared memory), and a row reduction of a product
+/// broadcast back along its rows (the row-slice layout of the GPU lowering).
+template <class T> struct TransProducts {
+  void operator()(Ptr<T> a, Ptr<T> b, Ptr<f32> c, Ptr<T> at, Ptr<f32> centred) const {
+    auto r = arange<32>();
+    auto offs = expand_dims<1>(r) * 32 + expand_dims<0>(r); // (32, 32)
+    auto x = load(a + offs);
+    auto y = load(b + offs);
+    auto p = dot(x, trans(y));
+    store(c + offs, p);
+    store(at + offs, trans(x));
+    store(centred + offs, p - expand_dims<1>(max<1>(p)) + expand_dims<1>(sum<1>(p)));
+  }
+};
+} // namespace
+
+TEST_CASE_TEMPLATE("trans: a @ b^T, a^T, and rows of a product reduced and broadcast back", T, float, half) {
+  using D = std::conditional_t<std::is_same_v<T, float>, f32, f16>;
+  auto k = compile<TransProducts<D>>(kCpu);
+  const int n = 32;
+  auto a = test::random_vector<T>(n * n, 61), b = test::random_vector<T>(n * n, 62);
+  std::vector<float> c(n * n, -7.f), centred(n * n, -7.f);
+  std::vector<T> at(n * n, T(-7.f));
+  Mem da(a), db(b), dc(c), dat(at), dcentred(centred);
+  k.launch(Grid(1), da(), db(), dc(), dat(), dcentred());
+  std::vector<double> prod(n * n), wantT(n * n), wantC(n * n);
+  for (int i = 0; i < n; ++i) {
+    double top = -1e300, total = 0;
+    for (int j = 0; j < n; ++j) {
+      double s = 0;
+      for (int kk = 0; kk < n; ++kk)
+        s += double(float(a[i * n + kk])) * double(float(b[j * n + kk]));
+      prod[i * n + j] = s;
+      top = std::max(top, s);
+      total += s;
+      wantT[j * n + i] = double(float(a[i * n + j]));
+    }
+    for (int j = 0; j < n; ++j)
+      wantC[i * n + j] = prod[i * n + j] - top + total;
+  }
+  double tol = std::is_same_v<T, half> ? 2e-2 : 1e-5;
+  check(dc.fetch(), prod, tol, tol);
+  check(dat.fetch(), wantT, 0, 0);
+  check(dcentred.fetch(), wantC, 20 * tol, tol);
+}
+
+TEST_CASE_TEMPLATE("prefill attention matches causal softmax attention", T, float, half) {
+  using D = std::conditional_t<std::is_same_v<T, float>, f32, f16>;
+  constexpr int HD = 64;
+  auto k = compile<ops::AttentionPrefill<D, 64, 64, HD>>(kCpu);
+  const int B = 2, H = 2, C = H * HD, Tmax = 160;
+  std::vector<int32_t> start{0, 70}, length{70, 130};
+  const int rows = 200;
+  auto qkv = test::random_vector<T>(std::size_t(rows) * 3 * C, 71);
+  // The caches hold the prompt's keys and values (as kv_write leaves them).
+  std::vector<T> kc(std::size_t(B) * Tmax * C, T(0.f)), vc = kc;
+  for (int b = 0; b < B; ++b)
+    for (int t = 0; t < length[b]; ++t)
+      for (int c = 0; c < C; ++c) {
+        std::size_t row = std::size_t(start[b] + t) * 3 * C;
+        kc[(std::size_t(b) * Tmax + t) * C + c] = qkv[row + C + c];
+        vc[(std::size_t(b) * Tmax + t) * C + c] = qkv[row + 2 * C + c];
+      }
+  std::vector<T> out(std::size_t(rows) * C, T(-7.f));
+  Mem dqkv(qkv), dkc(kc), dvc(vc), dout(out), dstart(start), dlength(length);
+  const float scale = 0.125f;
+  k.launch(Grid(ceil_div(130, 64), H, B), dqkv(), dkc(), dvc(), dout(), dstart(), dlength(), C, Tmax,
+           scale);
+  std::vector<double> want(out.size());
+  for (int b = 0; b < B; ++b)
+    for (int h = 0; h < H; ++h)
+      for (int i = 0; i < length[b]; ++i) {
+        auto at = [&](int t, int part, int d) {
+          return double(float(qkv[std::size_t(start[b] + t) * 3 * C + part * C + h * HD + d]));
+        };
+        std::vector<double> sc;
+        double top = -1e300, z = 0;
+        for (int j = 0; j <= i; ++j) {
+          double s = 0;
+          for (int d = 0; d < HD; ++d)
+            s += at(i, 0, d) * at(j, 1, d);
+          sc.push_back(s * scale);
+          top = std::max(top, sc.back());
+        }
+        for (double s : sc)
+          z += std::exp(s - top);
+        for (int d = 0; d < HD; ++d) {
+          double o = 0;
+          for (int j = 0; j <= i; ++j)
+            o += std::exp(sc[std::size_t(j)] - top) / z * at(j, 2, d);
+          want[std::size_t(start[b] + i) * C + h * HD + d] = o;
+        }
+      }
+  double tol = std::is_same_v<T, half> ? 1e-2 : 1e-5;
+  check(dout.fetch(), want, tol, tol);
+}

@@ -123,7 +123,7 @@ template <class D> struct ModelImpl final : Model::Impl {
   Buffer<int32_t> attCount; ///< finished chunks per (sequence, head); 0 between launches
   static constexpr int kChunk = 32, kMaxSplits = 32;
   /// Fewer 64x64 tiles than this (two per multiprocessor of an H100/H200)
-  /// and a prefill product uses 32x32 ones.
+  /// and a prefill product uses the small-tile kernels.
   static constexpr int64_t kFewTiles = 264;
 
   std::map<std::string, CompiledKernel> kernels;
@@ -135,7 +135,12 @@ template <class D> struct ModelImpl final : Model::Impl {
   std::vector<std::function<void()>> pending;
   std::mutex compiled;
 
+  /// Output tile (rows, columns) of each product's program, for its grid.
+  std::map<std::string, std::pair<int, int>> tiles;
+
   template <class K> void add(const std::string &role, CompileOptions options = {}) {
+    if constexpr (requires { K::BM + K::BN; })
+      tiles[role] = {K::BM, K::BN};
     pending.push_back([this, role, options] {
       auto k = compile<K>(target, options);
       std::lock_guard<std::mutex> lock(compiled);
@@ -357,16 +362,21 @@ template <class D> struct ModelImpl final : Model::Impl {
     }
     add<ops::SampleRows<D, 1024>>("sample");
     if (gpu) {
-      add<ops::MatmulBias<D, 64, 64, 32>>("qkv");
-      add<ops::MatmulBiasResidual<D, 64, 64, 32>>("proj_residual");
-      add<ops::MatmulBiasGelu<D, 64, 64, 32>>("fc_gelu");
+      // Prefill products, as the autotuner ranked them on an H200 for 2016
+      // and 256 packed rows (kiln_bench's BM_prefill, bench/README.md):
+      // 128x128 tiles with 8 warps when there are many rows, 32x64 ones
+      // with 3 stages when 64x64 tiles would be few.
+      CompileOptions big, small;
+      big.num_warps = 8;
+      small.num_stages = 3;
+      add<ops::MatmulBias<D, 128, 128, 64>>("qkv", big);
+      add<ops::MatmulBiasResidual<D, 128, 128, 64>>("proj_residual", big);
+      add<ops::MatmulBiasGelu<D, 128, 128, 64>>("fc_gelu", big);
       add<ops::Matmul<D, 64, 64, 32>>("lm_head");
       add<ops::Matmul<D, 16, 64, 64>>("lm_head_decode");
-      // For products of few 64x64 tiles (a short prompt): 32x32 tiles keep
-      // four times as many multiprocessors busy.
-      add<ops::MatmulBias<D, 32, 32, 32>>("qkv_small");
-      add<ops::MatmulBiasResidual<D, 32, 32, 32>>("proj_residual_small");
-      add<ops::MatmulBiasGelu<D, 32, 32, 32>>("fc_gelu_small");
+      add<ops::MatmulBias<D, 32, 64, 64>>("qkv_small", small);
+      add<ops::MatmulBiasResidual<D, 32, 64, 64>>("proj_residual_small", small);
+      add<ops::MatmulBiasGelu<D, 32, 64, 64>>("fc_gelu_small", small);
     } else {
       add<ops::MatmulBias<D, 32, 32, 16>>("qkv");
       add<ops::MatmulBiasResidual<D, 32, 32, 16>>("proj_residual");
@@ -425,11 +435,9 @@ template <class D> struct ModelImpl final : Model::Impl {
               const H *res, H *c) {
     bool few = M <= 16; // a decode step without decode kernels: 16-row tiles
     std::string name = few && role == "lm_head" ? "lm_head_decode" : role;
-    int bm = few && role == "lm_head" ? 16 : gpu ? 64 : 32, bn = gpu ? 64 : 32;
-    if (gpu && role != "lm_head" && ceil_div(M, 64) * ceil_div(N, 64) < kFewTiles) {
+    if (gpu && role != "lm_head" && ceil_div(M, 64) * ceil_div(N, 64) < kFewTiles)
       name = role + "_small";
-      bm = bn = 32;
-    }
+    auto [bm, bn] = tiles.at(name);
     std::vector<KernelArg> args{arg(a), arg(b)};
     if (bias)
       args.push_back(arg(bias));

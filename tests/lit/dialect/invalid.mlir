@@ -157,3 +157,19 @@ func.func @test_atomic_add_not_i32(%c: !kiln.ptr<f32>, %v: i32) -> i32 {
   %old = kiln.atomic_add %c, %v : !kiln.ptr<f32>
   return %old : i32
 }
+
+// -----
+
+func.func @test_not_transpose(%t: tensor<64x32xf16>) {
+  // expected-error @+1 {{result 'tensor<64x32xf16>' is not the transpose of 'tensor<64x32xf16>'}}
+  %0 = kiln.trans %t : tensor<64x32xf16> -> tensor<64x32xf16>
+  return
+}
+
+// -----
+
+func.func @test_trans_rank(%t: tensor<64xf16>) {
+  // expected-error @+1 {{expects a 2-D tile, got rank 1}}
+  %0 = kiln.trans %t : tensor<64xf16> -> tensor<64xf16>
+  return
+}

@@ -81,3 +81,10 @@ func.func @test_atomic_add(%c: !kiln.ptr<i32>, %v: i32) -> i32 attributes {kiln.
   %old = kiln.atomic_add %c, %v : !kiln.ptr<i32>
   return %old : i32
 }
+
+// CHECK-LABEL: func.func @test_trans
+func.func @test_trans(%t: tensor<64x32xf16>) -> tensor<32x64xf16> {
+  // CHECK: kiln.trans %{{.*}} : tensor<64x32xf16> -> tensor<32x64xf16>
+  %0 = kiln.trans %t : tensor<64x32xf16> -> tensor<32x64xf16>
+  return %0 : tensor<32x64xf16>
+}

@@ -3,29 +3,31 @@
 // A 64-element tile over 32 threads is distributed: each thread holds two
 // consecutive elements (flat 2 * tid, 2 * tid + 1). The pointers are known to
 // be consecutive, so the load is one 8-byte vector load when the address is
-// aligned and both mask bits are set (checked at run time). That load is a
-// predicated PTX instruction in line; the two masked element loads for a
-// misaligned or partly masked group sit behind a branch, and the common path
-// never reads the loaded registers, so the loads of a thread's groups can
-// all be in flight at once.
+// aligned and both mask bits are set (checked at run time). The mask is
+// `i < n` with i consecutive: it holds for a prefix of every group, so the
+// group is whole when its last bit is set and touched at all when its first
+// is. The vector load is a predicated PTX instruction in line; the two masked
+// element loads for a misaligned or partly masked group sit behind a branch,
+// and the common path never reads the loaded registers, so the loads of a
+// thread's groups can all be in flight at once.
 // CHECK-LABEL: gpu.module @test_distributed_module
 // CHECK: gpu.func @test_distributed(%[[X:.*]]: i64, %[[N:.*]]: i32) kernel attributes {known_block_size = array<i32: 32, 1, 1>}
 // CHECK: %[[TID:.*]] = gpu.thread_id x
 // CHECK: %[[T:.*]] = arith.index_cast %[[TID]] : index to i32
 // CHECK: %[[C2:.*]] = arith.constant 2 : i32
 // CHECK: arith.muli %[[T]], %[[C2]] : i32
+// CHECK: %[[M0:.*]] = arith.cmpi slt, %{{.*}}, %[[N]] : i32
+// CHECK: %[[M1:.*]] = arith.cmpi slt, %{{.*}}, %[[N]] : i32
 // CHECK: %[[LOW:.*]] = arith.andi %{{.*}}, %c7_i64 : i64
 // CHECK: %[[ALIGNED:.*]] = arith.cmpi eq, %[[LOW]], %c0_i64 : i64
-// CHECK: %[[M0:.*]] = arith.andi %[[ALIGNED]], %{{.*}} : i1
-// CHECK: %[[FAST:.*]] = arith.andi %[[M0]], %{{.*}} : i1
+// CHECK: %[[FAST:.*]] = arith.andi %[[ALIGNED]], %[[M1]] : i1
 // CHECK: %[[NOTFAST:.*]] = arith.xori %[[FAST]], %true : i1
 // CHECK: llvm.inline_asm has_side_effects "mov.b64 $0, 0;\0A\09@$2 ld.global.b64 $0, [$1];", "=l,l,b" %{{.*}}, %[[FAST]] : (i64, i1) -> i64
 // CHECK: %[[VEC:.*]] = llvm.bitcast %{{.*}} : i64 to vector<2xf32>
-// CHECK: %[[ANY:.*]] = arith.ori %[[M0L:.*]], %[[M1L:.*]] : i1
-// CHECK: %[[SLOW:.*]] = arith.andi %[[NOTFAST]], %[[ANY]] : i1
+// CHECK: %[[SLOW:.*]] = arith.andi %[[NOTFAST]], %[[M0]] : i1
 // CHECK: scf.if %[[SLOW]] -> (vector<2xf32>) {
-// CHECK: llvm.inline_asm has_side_effects "mov.b32 $0, 0;\0A\09@$2 ld.global.b32 $0, [$1];", "=r,l,b" %{{.*}}, %[[M0L]] : (i64, i1) -> i32
-// CHECK: llvm.inline_asm has_side_effects "mov.b32 $0, 0;\0A\09@$2 ld.global.b32 $0, [$1];", "=r,l,b" %{{.*}}, %[[M1L]] : (i64, i1) -> i32
+// CHECK: llvm.inline_asm has_side_effects "mov.b32 $0, 0;\0A\09@$2 ld.global.b32 $0, [$1];", "=r,l,b" %{{.*}}, %[[M0]] : (i64, i1) -> i32
+// CHECK: llvm.inline_asm has_side_effects "mov.b32 $0, 0;\0A\09@$2 ld.global.b32 $0, [$1];", "=r,l,b" %{{.*}}, %[[M1]] : (i64, i1) -> i32
 // CHECK: } else {
 // CHECK-NEXT: scf.yield %[[VEC]] : vector<2xf32>
 // CHECK: llvm.store %{{.*}}, %{{.*}} {alignment = 8 : i64} : vector<2xf32>, !llvm.ptr<1>
@@ -262,5 +264,50 @@ func.func @test_masked_replicated(%x: !kiln.ptr<f32>, %y: !kiln.ptr<f32>, %n: i3
   %ys = kiln.splat %y : tensor<16x!kiln.ptr<f32>>
   %q = kiln.addptr %ys, %r : tensor<16x!kiln.ptr<f32>>, tensor<16xi32>
   kiln.store %q, %s : tensor<16x!kiln.ptr<f32>>
+  return
+}
+
+// -----
+
+// q @ k^T with k read as it is (ldmatrix without .trans for B), then a row
+// maximum broadcast back along the rows: the maximum stays in the rows of the
+// accumulator layout (a thread's two columns, then the four lanes of its quad
+// by shuffles), and the subtraction uses it where it is, with no exchange
+// through shared memory.
+// CHECK-LABEL: gpu.func @test_rows
+// CHECK-NOT: nvvm.mma_layout<col>, num
+// CHECK: nvvm.mma.sync
+// CHECK: gpu.barrier
+// CHECK-NOT: gpu.barrier
+// CHECK: gpu.shuffle  xor %{{.*}}, %c1_i32
+// CHECK-NOT: gpu.barrier
+// CHECK: gpu.shuffle  xor %{{.*}}, %c2_i32
+// CHECK-NOT: gpu.barrier
+// CHECK: arith.subf
+func.func @test_rows(%q: !kiln.ptr<f16>, %k: !kiln.ptr<f16>, %o: !kiln.ptr<f32>) attributes {kiln.kernel} {
+  %r = kiln.make_range 0 to 16 : tensor<16xi32>
+  %rows = kiln.expand_dims %r {axis = 1 : i32} : tensor<16xi32> -> tensor<16x1xi32>
+  %cols = kiln.expand_dims %r {axis = 0 : i32} : tensor<16xi32> -> tensor<1x16xi32>
+  %c16 = arith.constant dense<16> : tensor<16x1xi32>
+  %ro = arith.muli %rows, %c16 : tensor<16x1xi32>
+  %rb = kiln.broadcast %ro : tensor<16x1xi32> -> tensor<16x16xi32>
+  %cb = kiln.broadcast %cols : tensor<1x16xi32> -> tensor<16x16xi32>
+  %off = arith.addi %rb, %cb : tensor<16x16xi32>
+  %qs = kiln.splat %q : tensor<16x16x!kiln.ptr<f16>>
+  %qp = kiln.addptr %qs, %off : tensor<16x16x!kiln.ptr<f16>>, tensor<16x16xi32>
+  %ks = kiln.splat %k : tensor<16x16x!kiln.ptr<f16>>
+  %kp = kiln.addptr %ks, %off : tensor<16x16x!kiln.ptr<f16>>, tensor<16x16xi32>
+  %qt = kiln.load %qp : tensor<16x16x!kiln.ptr<f16>>
+  %kt = kiln.load %kp : tensor<16x16x!kiln.ptr<f16>>
+  %ktt = kiln.trans %kt : tensor<16x16xf16> -> tensor<16x16xf16>
+  %z = arith.constant dense<0.0> : tensor<16x16xf32>
+  %s = kiln.dot %qt, %ktt, %z : tensor<16x16xf16>, tensor<16x16xf16> -> tensor<16x16xf32>
+  %m = kiln.reduce max %s axis 1 : tensor<16x16xf32> -> tensor<16xf32>
+  %me = kiln.expand_dims %m {axis = 1 : i32} : tensor<16xf32> -> tensor<16x1xf32>
+  %mb = kiln.broadcast %me : tensor<16x1xf32> -> tensor<16x16xf32>
+  %d = arith.subf %s, %mb : tensor<16x16xf32>
+  %os = kiln.splat %o : tensor<16x16x!kiln.ptr<f32>>
+  %op = kiln.addptr %os, %off : tensor<16x16x!kiln.ptr<f32>>, tensor<16x16xi32>
+  kiln.store %op, %d : tensor<16x16x!kiln.ptr<f32>>
   return
 }

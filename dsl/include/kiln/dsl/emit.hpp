@@ -58,6 +58,7 @@ V make_range(int start, int end);
 V broadcast_to(V v, std::span<const int> shape);
 V expand_dims(V v, int axis);
 V reshape(V v, std::span<const int> shape);
+V trans(V v);
 V binary(BinOp op, V a, V b);
 V compare(CmpOp op, V a, V b);
 V unary(UnOp op, V a);

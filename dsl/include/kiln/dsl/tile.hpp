@@ -363,6 +363,12 @@ template <int... To, class T, int... D> Tile<T, To...> reshape(Tile<T, D...> a) 
   return Tile<T, To...>(detail::reshape(a.v, Tile<T, To...>::shape_span()));
 }
 
+/// The transpose of a matrix: (A, B) -> (B, A). `dot(q, trans(k))` multiplies
+/// by k^T without reordering k in memory.
+template <class T, int A, int B> Tile<T, B, A> trans(Tile<T, A, B> a) {
+  return Tile<T, B, A>(detail::trans(a.v));
+}
+
 //===----------------------------------------------------------------------===//
 // Memory
 //===----------------------------------------------------------------------===//

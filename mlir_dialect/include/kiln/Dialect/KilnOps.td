@@ -118,6 +118,25 @@ def Kiln_ReshapeOp : Kiln_Op<"reshape", [Pure]> {
   let hasFolder = 1;
 }
 
+def Kiln_TransOp : Kiln_Op<"trans", [Pure]> {
+  let summary = "transpose a 2-D tile";
+  let description = [{
+    `result[j, i] = src[i, j]`. As the second operand of `kiln.dot` it is
+    free on tensor cores: the tile is staged in shared memory as it is and
+    read in the operand's order, so `dot(q, trans(k))` with `k` loaded
+    row by row is the usual way to multiply by a transposed matrix.
+
+    ```mlir
+    %kt = kiln.trans %k : tensor<64x32xf16> -> tensor<32x64xf16>
+    ```
+  }];
+  let arguments = (ins Kiln_Tile:$src);
+  let results = (outs Kiln_Tile:$result);
+  let assemblyFormat = "$src attr-dict `:` type($src) `->` type($result)";
+  let hasVerifier = 1;
+  let hasFolder = 1;
+}
+
 //===----------------------------------------------------------------------===//
 // Memory
 //===----------------------------------------------------------------------===//

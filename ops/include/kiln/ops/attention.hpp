@@ -43,10 +43,10 @@ template <class T, int BM_, int BN_, int D_> struct AttentionPrefill {
     auto [m, l, acc] = for_range(
         0, hi, BN, init, [&](I32 n0, Tile<f32, BM> m, Tile<f32, BM> l, Tile<f32, BM, D> acc) {
           auto rn = n0 + arange<BN>();
-          auto kcol = expand_dims<0>(rn);                                       // (1, BN)
-          auto krow = expand_dims<1>(rn);                                       // (BN, 1)
-          auto kt = load(kbase + kcol * C + expand_dims<1>(rd), kcol < len, 0); // (D, BN)
-          auto s = dot(q, kt) * scale;                                          // (BM, BN)
+          auto kcol = expand_dims<0>(rn);                           // (1, BN)
+          auto krow = expand_dims<1>(rn);                           // (BN, 1)
+          auto k = load(kbase + krow * C + dcol, krow < len, 0);    // (BN, D): cache rows
+          auto s = dot(q, trans(k)) * scale;                        // (BM, BN)
           s = where((kcol <= rows) & (kcol < len), s, kMaskedScore);
           auto m_new = maximum(m, max<1>(s));
           auto p = exp(s - expand_dims<1>(m_new));
