@@ -581,7 +581,7 @@ template <class D> struct ModelImpl final : Model::Impl {
     } else {
       launch("gather", Grid(n), {arg(x.data()), arg(lastRows.data()), arg(att.data()), arg(C)});
       layernorm(att, lnfw, lnfb, h, n);
-      matmul("lm_head", n, V, C, h.data(), wteT.data(), nullptr, nullptr, logitsBuf.data());
+      head(n);
     }
     info.launches_per_prefill = launchCount;
   }
@@ -610,10 +610,22 @@ template <class D> struct ModelImpl final : Model::Impl {
               arg(o.temperature), arg(o.top_k), arg(o.top_p), arg(int(o.seed))});
   }
 
+  /// The logits of `rows` normalised rows in h: for a decode step's few rows
+  /// (and a prefill's last rows) the tied head streams wte itself ([V, C]).
+  void head(int rows) {
+    int C = cfg.n_embd, V = cfg.vocab_size;
+    if (fastDecode(rows))
+      decodeLaunch("decode_head", rows, V,
+                   {arg(h.data()), arg(h.data()), arg(h.data()), arg(wte.data()), arg(wte.data()),
+                    arg(logitsBuf.data()), arg(logitsBuf.data()), arg(rows), arg(V), arg(1e-5f)});
+    else
+      matmul("lm_head", rows, V, C, h.data(), wteT.data(), nullptr, nullptr, logitsBuf.data());
+  }
+
   /// One decode step for all `B` sequences: embed next[b] at pos[b], run the
   /// blocks, sample into next[b] and advance pos[b]. Device-side only.
   void decodeStep(int B, const GenerateOptions &o) {
-    int C = cfg.n_embd, V = cfg.vocab_size;
+    int C = cfg.n_embd;
     launchCount = 0;
     launch("embedding", Grid(B),
            {arg(next.data()), arg(pos.data()), arg(wte.data()), arg(wpe.data()), arg(x.data()),
@@ -622,13 +634,7 @@ template <class D> struct ModelImpl final : Model::Impl {
     // The final layernorm once, rather than in every program of the head
     // (thousands of them, each then waiting on its own statistics).
     layernorm(x, lnfw, lnfb, h, B);
-    if (fastDecode(B)) { // the tied head on wte itself ([V, C])
-      decodeLaunch("decode_head", B, V,
-                   {arg(h.data()), arg(h.data()), arg(h.data()), arg(wte.data()), arg(wte.data()),
-                    arg(logitsBuf.data()), arg(logitsBuf.data()), arg(B), arg(V), arg(1e-5f)});
-    } else {
-      matmul("lm_head", B, V, C, h.data(), wteT.data(), nullptr, nullptr, logitsBuf.data());
-    }
+    head(B);
     choose(logitsBuf.data(), next.data(), pos.data(), B, 1, o);
     info.launches_per_decode_step = launchCount;
   }
