@@ -131,3 +131,13 @@ func.func @test_casts(%t: tensor<4xf16>) -> (tensor<4xi32>, tensor<4xbf16>) {
   return %i, %b : tensor<4xi32>, tensor<4xbf16>
 }
 
+
+// -----
+
+// CHECK-LABEL: func.func @test_trans
+// CHECK: %[[E:.*]] = tensor.empty() : tensor<8x4xf32>
+// CHECK: linalg.transpose ins(%{{.*}} : tensor<4x8xf32>) outs(%[[E]] : tensor<8x4xf32>) permutation = [1, 0]
+func.func @test_trans(%t: tensor<4x8xf32>) -> tensor<8x4xf32> {
+  %0 = kiln.trans %t : tensor<4x8xf32> -> tensor<8x4xf32>
+  return %0 : tensor<8x4xf32>
+}

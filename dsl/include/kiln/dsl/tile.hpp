@@ -365,8 +365,12 @@ template <int... To, class T, int... D> Tile<T, To...> reshape(Tile<T, D...> a) 
 
 /// The transpose of a matrix: (A, B) -> (B, A). `dot(q, trans(k))` multiplies
 /// by k^T without reordering k in memory.
-template <class T, int A, int B> Tile<T, B, A> trans(Tile<T, A, B> a) {
-  return Tile<T, B, A>(detail::trans(a.v));
+template <class T, int... D> auto trans(Tile<T, D...> a) {
+  static_assert(sizeof...(D) == 2, "kiln::trans: expects a 2-D tile");
+  if constexpr (sizeof...(D) == 2) {
+    constexpr std::array<int, 2> d{D...};
+    return Tile<T, d[1], d[0]>(detail::trans(a.v));
+  }
 }
 
 //===----------------------------------------------------------------------===//

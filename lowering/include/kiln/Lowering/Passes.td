@@ -145,10 +145,25 @@ def ConvertKilnToGpu : Pass<"convert-kiln-to-gpu", "mlir::ModuleOp"> {
     memory. `dot` runs on tensor cores when it
     can (f16/bf16 operands, M a multiple of 16 per warp row, N of 8 per warp
     column, K of 16). Its operands are staged in shared memory, or read in
-    place when they come from a `kiln.local_load`. Each warp loads mma
-    fragments with `ldmatrix` and issues `mma.sync.m16n8k16` into an
-    accumulator *tensor-core layout*, which loop-carried accumulators and
-    element-wise epilogues keep. Otherwise `dot` is an FMA loop over K.
+    place when they come from a `kiln.local_load` (a `kiln.trans` B operand
+    as its source's tile, read untransposed). Each warp loads mma fragments
+    with `ldmatrix` and issues `mma.sync.m16n8k16` into an accumulator
+    *tensor-core layout*; an A operand already in a matching accumulator
+    layout (whole rows per warp) is used from registers. Element-wise ops
+    and loop-carried values keep that layout (a loop-carried tile takes the
+    layout its body computes it in, foreseen before the body is emitted). A
+    reduction along the rows of an accumulator leaves a *row slice*: each
+    thread holds the rows its accumulator elements lie in, combined per
+    thread, across the quad by shuffles and across the warps of a warp row
+    through shared memory; broadcasting it back along the rows moves
+    nothing. Products whose rows are reduced, or that multiply such rows,
+    split rows over warps only. Index arithmetic meeting an accumulator is
+    recomputed in its layout. Otherwise `dot` is an FMA loop over K.
+
+    Vector groups are whole when aligned and unmasked; for *prefix masks*
+    (`i < n` along the last dimension, and conjunctions with masks uniform
+    along it) the group's last bit says so and its first whether any element
+    is live. The element path of a group addresses from its first element.
 
     Shared memory is dynamic: the rings of `kiln.local_alloc` come first,
     then one scratch area reused by every exchange. The total, up to 227 KB,
