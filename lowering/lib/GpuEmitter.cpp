@@ -264,7 +264,7 @@ Emitter::Foreseen Emitter::foresee(Value v, DenseMap<Value, Foreseen> &memo, int
     if (auto bc = dyn_cast<kiln::BroadcastOp>(op)) {
       Foreseen f = foresee(bc.getSrc(), memo, depth + 1);
       if (f.kind == Foreseen::Rows)
-        if (std::optional<Mma> to = widen(f.m, tile))
+        if (std::optional<Mma> to = acrossRows(f.m, tile))
           return {Foreseen::Accumulator, *to};
       return {};
     }

@@ -372,8 +372,9 @@ private:
     }
     return std::nullopt;
   }
-  /// Whether `t` ((M, N)) can take accumulator layout m's rows over N columns.
-  static std::optional<Mma> widen(const Mma &rows, RankedTensorType t) {
+  /// The accumulator layout of (M, N) tile `t` whose rows are those of row
+  /// slice `rows`, if N splits over its warp columns.
+  static std::optional<Mma> acrossRows(const Mma &rows, RankedTensorType t) {
     if (t.getRank() != 2 || t.getDimSize(0) != rows.M || t.getDimSize(1) % (8 * rows.wn) != 0)
       return std::nullopt;
     return Mma{rows.M, t.getDimSize(1), rows.wm, rows.wn};

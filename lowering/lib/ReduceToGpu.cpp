@@ -14,7 +14,7 @@ LogicalResult Emitter::emitBroadcast(kiln::BroadcastOp bc) {
       prefixMasks.insert(bc);
   }
   if (auto rows = rowsOf.find(bc.getSrc()); rows != rowsOf.end())
-    if (std::optional<Mma> to = widen(rows->second, dst)) {
+    if (std::optional<Mma> to = acrossRows(rows->second, dst)) {
       // Along the rows of a row slice: the accumulator layout, nothing moves.
       values[bc] = broadcastRows(raw(bc.getSrc()), *to);
       mma[bc] = *to;
