@@ -79,12 +79,35 @@ template <int BLOCK, bool ONE> void BM_layernorm(benchmark::State &state) {
   }
 }
 
+/// Operands of an (M, K) x (K, N) product with a bias, from the benchmark's
+/// arguments {M, K, N}.
+struct Product {
+  int M, K, N;
+  cuda::DeviceBuffer<kiln::half> a, b, bias, c;
+  explicit Product(const benchmark::State &state)
+      : M(int(state.range(0))), K(int(state.range(1))), N(int(state.range(2))),
+        a(random_device<kiln::half>(std::size_t(M) * K)),
+        b(random_device<kiln::half>(std::size_t(K) * N)), bias(random_device<kiln::half>(N)),
+        c(std::size_t(M) * N) {}
+  std::string shape() const {
+    return std::to_string(M) + "x" + std::to_string(K) + "x" + std::to_string(N);
+  }
+};
+
+/// Times the tuned winner and labels the row with it.
+void reportTuned(benchmark::State &state, const Tuned &tuned, double flops) {
+  for (auto _ : state) {
+    double ms = cuda::time_ms([&] { tuned.run(); }, 10, 2);
+    report(state, ms, 0, flops);
+  }
+  state.SetLabel(tuned.label() + (tuned.from_disk() ? " (tuned earlier)" : ""));
+  state.counters["tune_s"] = tuned.tuning_seconds();
+}
+
 /// Tuned matmul (+bias+gelu): the autotuner picks tile sizes and warps for this shape.
 template <bool BIAS> void BM_matmul(benchmark::State &state) {
-  int M = int(state.range(0)), K = int(state.range(1)), N = int(state.range(2));
-  auto a = random_device<kiln::half>(std::size_t(M) * K), b = random_device<kiln::half>(std::size_t(K) * N);
-  auto bias = random_device<kiln::half>(N);
-  cuda::DeviceBuffer<kiln::half> c(std::size_t(M) * N);
+  Product p(state);
+  auto &[M, K, N, a, b, bias, c] = p;
   auto launch = [&](const auto &k) {
     using Kern = typename std::decay_t<decltype(k)>::kernel_type;
     Grid grid(ceil_div(M, Kern::BM), ceil_div(N, Kern::BN));
@@ -93,7 +116,7 @@ template <bool BIAS> void BM_matmul(benchmark::State &state) {
     else
       k.launch(grid, a.data(), b.data(), c.data(), M, N, K, K, N, N);
   };
-  std::string key = std::to_string(M) + "x" + std::to_string(K) + "x" + std::to_string(N);
+  std::string key = p.shape();
   auto tune = [&] {
     if constexpr (BIAS)
       return autotune<ops::MatmulBiasGelu<f16, 64, 64, 32>, ops::MatmulBiasGelu<f16, 128, 64, 32>,
@@ -106,13 +129,7 @@ template <bool BIAS> void BM_matmul(benchmark::State &state) {
                       ops::Matmul<f16, 128, 128, 64>, ops::Matmul<f16, 128, 256, 32>>(
           gpu(), key, TuneSpace({4, 8}, {2, 3, 4}), launch);
   };
-  auto tuned = tune();
-  for (auto _ : state) {
-    double ms = cuda::time_ms([&] { tuned.run(); }, 10, 2);
-    report(state, ms, 0, 2.0 * M * N * K);
-  }
-  state.SetLabel(tuned.label() + (tuned.from_disk() ? " (tuned earlier)" : ""));
-  state.counters["tune_s"] = tuned.tuning_seconds();
+  reportTuned(state, tune(), 2.0 * M * N * K);
 }
 
 /// The prefill products of the GPT-2 decoder (QKV with bias, fc with
@@ -120,10 +137,8 @@ template <bool BIAS> void BM_matmul(benchmark::State &state) {
 /// over tile shapes, warps and stages at the shapes a batch of prompts
 /// packs into. Every candidate's time goes to stderr.
 template <template <class, int, int, int> class Op> void BM_prefill(benchmark::State &state) {
-  int M = int(state.range(0)), K = int(state.range(1)), N = int(state.range(2));
-  auto a = random_device<kiln::half>(std::size_t(M) * K), b = random_device<kiln::half>(std::size_t(K) * N);
-  auto bias = random_device<kiln::half>(N);
-  cuda::DeviceBuffer<kiln::half> c(std::size_t(M) * N);
+  Product p(state);
+  auto &[M, K, N, a, b, bias, c] = p;
   auto launch = [&](const auto &k) {
     using Kern = typename std::decay_t<decltype(k)>::kernel_type;
     Grid grid(ceil_div(M, Kern::BM), ceil_div(N, Kern::BN));
@@ -132,7 +147,7 @@ template <template <class, int, int, int> class Op> void BM_prefill(benchmark::S
     else
       k.launch(grid, a.data(), b.data(), bias.data(), c.data(), M, N, K, K, N, N);
   };
-  std::string key = "prefill " + std::to_string(M) + "x" + std::to_string(K) + "x" + std::to_string(N);
+  std::string key = "prefill " + p.shape();
   auto tuned = autotune<Op<f16, 32, 32, 32>, Op<f16, 32, 64, 64>, Op<f16, 64, 32, 64>,
                         Op<f16, 64, 64, 32>, Op<f16, 64, 64, 64>, Op<f16, 128, 64, 32>,
                         Op<f16, 128, 64, 64>, Op<f16, 64, 128, 64>, Op<f16, 128, 128, 32>,
@@ -140,20 +155,14 @@ template <template <class, int, int, int> class Op> void BM_prefill(benchmark::S
       gpu(), key, TuneSpace({4, 8}, {2, 3}), launch);
   for (const auto &r : tuned.results())
     std::fprintf(stderr, "%s %s %.4f ms %s\n", key.c_str(), r.label.c_str(), r.ms, r.error.c_str());
-  for (auto _ : state) {
-    double ms = cuda::time_ms([&] { tuned.run(); }, 10, 2);
-    report(state, ms, 0, 2.0 * M * N * K);
-  }
-  state.SetLabel(tuned.label() + (tuned.from_disk() ? " (tuned earlier)" : ""));
+  reportTuned(state, tuned, 2.0 * M * N * K);
 }
 
 /// cuBLAS on the same shapes, in the same process: cublasGemmEx for the
 /// plain product, cuBLASLt with its GELU_BIAS epilogue for the fused one.
 template <bool BIAS> void BM_cublas(benchmark::State &state) {
-  int M = int(state.range(0)), K = int(state.range(1)), N = int(state.range(2));
-  auto a = random_device<kiln::half>(std::size_t(M) * K), b = random_device<kiln::half>(std::size_t(K) * N);
-  auto bias = random_device<kiln::half>(N);
-  cuda::DeviceBuffer<kiln::half> c(std::size_t(M) * N);
+  Product p(state);
+  auto &[M, K, N, a, b, bias, c] = p;
   static bench::Cublas *blas = [] {
     try {
       return new bench::Cublas();

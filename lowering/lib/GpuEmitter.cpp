@@ -125,11 +125,8 @@ LogicalResult Emitter::emitOp(Operation *op) {
     }
     auto srcType = cast<RankedTensorType>(src.getType());
     auto dstType = cast<RankedTensorType>(dst.getType());
-    if (srcType.getShape().back() == dstType.getShape().back()) {
-      setStride(dst, strideOf(src));
-      if (prefixMasks.contains(src))
-        prefixMasks.insert(dst);
-    }
+    if (srcType.getShape().back() == dstType.getShape().back())
+      inheritAlongLastDim(dst, src);
     return success();
   }
   if (auto bc = dyn_cast<kiln::BroadcastOp>(op))
@@ -268,10 +265,7 @@ Emitter::Foreseen Emitter::foresee(Value v, DenseMap<Value, Foreseen> &memo, int
           return {Foreseen::Accumulator, *to};
       return {};
     }
-    bool elementwise = isa<kiln::SelectOp, kiln::CastOp>(op) ||
-                       (isa<arith::ArithDialect, math::MathDialect>(op->getDialect()) &&
-                        op->getNumResults() == 1);
-    if (!elementwise)
+    if (!sameShapeElementwise(op, v))
       return {};
     // As commonLayout decides: the first accumulator, else the first row slice.
     Foreseen rows;
@@ -293,7 +287,6 @@ Emitter::Foreseen Emitter::foresee(Value v, DenseMap<Value, Foreseen> &memo, int
 
 LogicalResult Emitter::emitFor(scf::ForOp forOp) {
   SmallVector<Value> inits;
-  SmallVector<size_t> counts;
   // Loop-carried tiles carry every element of their layout, even when the
   // initial value is uniform (a splat): iterations make them differ. A tile
   // that the body computes in an accumulator layout (or a row slice of one)
@@ -311,10 +304,8 @@ LogicalResult Emitter::emitFor(scf::ForOp forOp) {
     else if (f.kind == Foreseen::Rows && holdsRows(init.getType(), f.m))
       layout.rows = f.m;
     carried.push_back(layout);
-    int64_t count = layout.perThread();
-    counts.push_back(count);
     SmallVector<Value> vs = layout.view(init);
-    for (int64_t j = 0; j < count; ++j)
+    for (int64_t j = 0; j < layout.perThread(); ++j)
       inits.push_back(pick(vs, j));
   }
   auto loop = scf::ForOp::create(b, loc, get(forOp.getLowerBound())[0],
@@ -325,10 +316,11 @@ LogicalResult Emitter::emitFor(scf::ForOp forOp) {
   values[forOp.getInductionVar()] = {loop.getInductionVar()};
   size_t pos = 0;
   for (auto [i, arg] : llvm::enumerate(forOp.getRegionIterArgs())) {
-    auto slice = loop.getRegionIterArgs().slice(pos, counts[i]);
+    int64_t count = carried[i].perThread();
+    auto slice = loop.getRegionIterArgs().slice(pos, count);
     values[arg] = SmallVector<Value>(slice.begin(), slice.end());
-    carried[i].assign(arg, counts[i]);
-    pos += counts[i];
+    carried[i].assign(arg, count);
+    pos += count;
   }
   {
     OpBuilder::InsertionGuard guard(b);
@@ -338,17 +330,18 @@ LogicalResult Emitter::emitFor(scf::ForOp forOp) {
     SmallVector<Value> yields;
     for (auto [i, v] : llvm::enumerate(yield.getOperands())) {
       SmallVector<Value> vs = carried[i].view(v);
-      for (size_t j = 0; j < counts[i]; ++j)
+      for (int64_t j = 0; j < carried[i].perThread(); ++j)
         yields.push_back(pick(vs, j));
     }
     scf::YieldOp::create(b, loc, yields);
   }
   pos = 0;
   for (auto [i, res] : llvm::enumerate(forOp.getResults())) {
-    auto slice = loop.getResults().slice(pos, counts[i]);
+    int64_t count = carried[i].perThread();
+    auto slice = loop.getResults().slice(pos, count);
     values[res] = SmallVector<Value>(slice.begin(), slice.end());
-    carried[i].assign(res, counts[i]);
-    pos += counts[i];
+    carried[i].assign(res, count);
+    pos += count;
   }
   return success();
 }

@@ -129,6 +129,13 @@ private:
   /// wholly set if its last bit is, and partly set if its first is.
   DenseSet<Value> prefixMasks;
   bool isPrefix(Value mask) { return prefixMasks.contains(mask); }
+  /// `dst`, a reshaped or broadcast `src` with the same last dimension, runs
+  /// along it as `src` does.
+  void inheritAlongLastDim(Value dst, Value src) {
+    setStride(dst, strideOf(src));
+    if (isPrefix(src))
+      prefixMasks.insert(dst);
+  }
   /// Records whether the result of element-wise `op` is a prefix mask.
   void notePrefix(Operation *op) {
     Value r = op->getResult(0);
@@ -363,11 +370,13 @@ private:
   /// `v`, of M elements along its first dimension, as a row slice of `m`
   /// (recomputed for index arithmetic, otherwise through shared memory).
   SmallVector<Value> toRows(Value v, const Mma &m);
-  /// The row-slice layout shared by `operands` of the result's shape, when one has it.
-  std::optional<Mma> commonRows(ValueRange operands, Type result) {
+  /// The layout in `layouts` (accumulators or row slices) of the first of
+  /// `operands` that has the result's shape and one.
+  static std::optional<Mma> firstIn(const DenseMap<Value, Mma> &layouts, ValueRange operands,
+                                    Type result) {
     for (Value v : operands) {
-      auto it = rowsOf.find(v);
-      if (it != rowsOf.end() && v.getType() == kiln::getSameShape(result, kiln::getElementTypeOrSelf(v.getType())))
+      auto it = layouts.find(v);
+      if (it != layouts.end() && v.getType() == kiln::getSameShape(result, kiln::getElementTypeOrSelf(v.getType())))
         return it->second;
     }
     return std::nullopt;
@@ -426,9 +435,9 @@ private:
   };
   OperandLayout commonLayout(ValueRange operands, Type result) {
     OperandLayout l{this, result, std::nullopt, std::nullopt};
-    l.m = commonMma(operands, result);
+    l.m = firstIn(mma, operands, result);
     if (!l.m)
-      l.rows = commonRows(operands, result);
+      l.rows = firstIn(rowsOf, operands, result);
     return l;
   }
 
@@ -485,15 +494,7 @@ private:
     return out;
   }
 
-  /// The accumulator layout shared by `operands` when one of them has it.
-  std::optional<Mma> commonMma(ValueRange operands, Type result) {
-    for (Value v : operands) {
-      auto it = mma.find(v);
-      if (it != mma.end() && v.getType() == kiln::getSameShape(result, kiln::getElementTypeOrSelf(v.getType())))
-        return it->second;
-    }
-    return std::nullopt;
-  }
+
 
   Type storageType(Type elem) {
     if (isa<kiln::PtrType>(elem))
@@ -688,6 +689,7 @@ private:
     return bytes;
   }
 
+  /// Elements per vector access for layout `l` and element type `t` (at most 16 bytes).
   int64_t vectorWidth(const Layout &l, Type t) {
     if (!l.distributed || l.vec == 1 || t.isInteger(1))
       return 1;
@@ -728,9 +730,8 @@ private:
   Value globalPtr(Value addr);
 
   /// i1: `addr` is a multiple of `bytes` and every mask in `masks` is set,
-  /// so that one vector access can serve the whole group.
-  /// Whether a group at `addr` is aligned and wholly unmasked; for a
-  /// `prefix` mask (see isPrefix) its last element's bit says so.
+  /// so that one vector access can serve the whole group (for a `prefix`
+  /// mask, see isPrefix, the last bit says so).
   Value vectorizable(Value addr, int64_t bytes, ArrayRef<Value> masks, bool prefix);
 
   /// An scf.for over [lb, ub) carrying `inits`; `body(iv, carried)` returns

@@ -6,13 +6,10 @@ namespace kiln::gpu_lowering {
 LogicalResult Emitter::emitBroadcast(kiln::BroadcastOp bc) {
   auto src = bc.getSrc().getType();
   auto dst = bc.getType();
-  if (src.getShape().back() == 1 && dst.getShape().back() != 1) {
+  if (src.getShape().back() == 1 && dst.getShape().back() != 1)
     strides[bc] = 0;
-  } else {
-    setStride(bc, strideOf(bc.getSrc()));
-    if (prefixMasks.contains(bc.getSrc()))
-      prefixMasks.insert(bc);
-  }
+  else
+    inheritAlongLastDim(bc, bc.getSrc());
   if (auto rows = rowsOf.find(bc.getSrc()); rows != rowsOf.end())
     if (std::optional<Mma> to = acrossRows(rows->second, dst)) {
       // Along the rows of a row slice: the accumulator layout, nothing moves.

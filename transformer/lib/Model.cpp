@@ -135,7 +135,8 @@ template <class D> struct ModelImpl final : Model::Impl {
   std::vector<std::function<void()>> pending;
   std::mutex compiled;
 
-  /// Output tile (rows, columns) of each product's program, for its grid.
+  /// Output tile (rows, columns) of each product's program (prefill and
+  /// decode), for its grid.
   std::map<std::string, std::pair<int, int>> tiles;
 
   template <class K> void add(const std::string &role, CompileOptions options = {}) {
@@ -305,18 +306,12 @@ template <class D> struct ModelImpl final : Model::Impl {
   static bool decodeWidth(int C) { return decodeWidthIn(C, DecodeWidths{}); }
   static constexpr int kDecodeRows = 8; ///< decode kernels for 1 row and for up to 8
   bool fastDecode(int rows) const { return rows <= kDecodeRows && decodeWidth(cfg.n_embd); }
-  /// Output columns per program of each decode kernel (its BN).
-  std::map<std::string, int> decodeBlockColumns;
-  template <class K> void addDecode(const std::string &name) {
-    decodeBlockColumns[name] = K::BN;
-    add<K>(name);
-  }
   /// Launches decode kernel `role` over N output columns: its one-row
   /// variant for one row, its kDecodeRows variant otherwise.
   void decodeLaunch(const std::string &role, int rows, int N,
                     std::initializer_list<KernelArg> args) {
     std::string name = role + std::to_string(rows == 1 ? 1 : kDecodeRows);
-    launch(name, Grid(ceil_div(N, decodeBlockColumns.at(name))), args);
+    launch(name, Grid(ceil_div(N, tiles.at(name).second)), args);
   }
 
   template <int... E> void addDecodeKernelsFor(int C, std::integer_sequence<int, E...>) {
@@ -330,14 +325,14 @@ template <class D> struct ModelImpl final : Model::Impl {
     // of the K = 4 n_embd projection (the head: see head()).
     auto rows = [&]<int BM, int BN, int BF, int BP>() {
       std::string s = std::to_string(BM);
-      addDecode<ops::DecodeQkv<D, BM, BN, E, KC>>("decode_qkv" + s);
-      addDecode<DecodeLinear<D, BM, 4, E, KC, false, BiasResidual>>("decode_proj" + s);
-      addDecode<DecodeLinear<D, BM, BF, E, KC, true, BiasGelu>>("decode_fc" + s);
-      addDecode<DecodeLinear<D, BM, BP, 4 * E, KC, false, BiasResidual>>("decode_mlp" + s);
+      add<ops::DecodeQkv<D, BM, BN, E, KC>>("decode_qkv" + s);
+      add<DecodeLinear<D, BM, 4, E, KC, false, BiasResidual>>("decode_proj" + s);
+      add<DecodeLinear<D, BM, BF, E, KC, true, BiasGelu>>("decode_fc" + s);
+      add<DecodeLinear<D, BM, BP, 4 * E, KC, false, BiasResidual>>("decode_mlp" + s);
     };
     rows.template operator()<1, 8, 8, 4>();
     rows.template operator()<kDecodeRows, 4, 4, 4>();
-    addDecode<DecodeLinear<D, 1, 8, E, KC, false, None>>("decode_head1");
+    add<DecodeLinear<D, 1, 8, E, KC, false, None>>("decode_head1");
   }
 
   void compileKernels() {
