@@ -13,6 +13,7 @@
 //===----------------------------------------------------------------------===//
 #include "kiln/gpt2/model.hpp"
 #include "kiln/runtime/cuda.hpp"
+#include "kiln/runtime/tool.hpp"
 
 #include <algorithm>
 #include <chrono>
@@ -24,29 +25,15 @@ using namespace kiln;
 using Clock = std::chrono::steady_clock;
 
 int main(int argc, char **argv) {
-  std::string size = "124M", precision = "fp16";
-  bool profile = false;
-  for (int i = 1; i < argc; i += 2) {
-    std::string f = argv[i];
-    if (f == "--profile") {
-      profile = true;
-      --i;
-      continue;
-    }
-    if (i + 1 >= argc) {
-      std::cerr << "kiln-gpt2-bench: flag '" << f << "' needs a value\n";
-      return 2;
-    }
-    if (f == "--size")
-      size = argv[i + 1];
-    else if (f == "--precision")
-      precision = argv[i + 1];
-    else {
-      std::cerr << "kiln-gpt2-bench: unknown flag '" << f << "'\n";
-      return 2;
-    }
-  }
-  try {
+  return tool::run("kiln-gpt2-bench", [&] {
+    std::string size = "124M", precision = "fp16";
+    bool profile = false;
+    CLI::App app("kiln's GPT-2 generation speed, as JSON on stdout", "kiln-gpt2-bench");
+    app.add_option("--size", size, "124M, 355M, 774M or 1.5B");
+    app.add_option("--precision", precision, "fp16, bf16 or fp32");
+    app.add_flag("--profile", profile, "per-kernel times of one decode step instead");
+    if (!tool::parse(app, argc, argv))
+      return 0;
     std::string why;
     if (!cuda::available(&why))
       throw Error("kiln-gpt2-bench needs a GPU: " + why);
@@ -130,8 +117,5 @@ int main(int argc, char **argv) {
     std::printf("], \"launches_per_decode_step\": %d, \"decode_graph\": %s}\n",
                 e.launches_per_decode_step, e.decode_graph ? "true" : "false");
     return 0;
-  } catch (const Error &err) {
-    std::cerr << "kiln-gpt2-bench: error: " << err.what() << "\n";
-    return 1;
-  }
+  });
 }

@@ -12,6 +12,7 @@
 #include "kiln/ops/matmul.hpp"
 #include "kiln/ops/softmax.hpp"
 #include "kiln/runtime/cuda.hpp"
+#include "kiln/runtime/tool.hpp"
 #include "kiln/autotuner/autotune.hpp"
 #include "cublas.hpp"
 
@@ -254,15 +255,16 @@ BENCHMARK(BM_decode_mlp)->Args({1, 768, 3072})->Args({64, 768, 3072})
     ->UseManualTime()->Unit(benchmark::kMicrosecond)->Iterations(1);
 
 int main(int argc, char **argv) {
-  std::string why;
-  if (!cuda::available(&why)) {
-    std::fprintf(stderr, "kiln_bench: no GPU: %s\n", why.c_str());
-    return 2;
-  }
-  std::printf("device: %s\n", cuda::device_name().c_str());
-  benchmark::Initialize(&argc, argv);
-  if (benchmark::ReportUnrecognizedArguments(argc, argv))
-    return 2;
-  benchmark::RunSpecifiedBenchmarks();
-  benchmark::Shutdown();
+  return tool::run("kiln_bench", [&] {
+    std::string why;
+    if (!cuda::available(&why))
+      throw Error("no GPU: " + why);
+    std::printf("device: %s\n", cuda::device_name().c_str());
+    benchmark::Initialize(&argc, argv);
+    if (benchmark::ReportUnrecognizedArguments(argc, argv))
+      return 2;
+    benchmark::RunSpecifiedBenchmarks();
+    benchmark::Shutdown();
+    return 0;
+  });
 }

@@ -5,15 +5,18 @@
 //                 llvm, ptx (GPU targets), or all (default: kiln)
 //   --no-ir       print no IR
 //   --help
-// Unknown flags are an error (exit 2).
+// Unknown flags are an error (exit 2); failures at run time exit 1.
 //
 //===----------------------------------------------------------------------===//
 #pragma once
 
 #include "kiln/kiln.hpp"
+#include "kiln/runtime/tool.hpp"
 
 #include <cstdio>
+#include <filesystem>
 #include <iostream>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -24,31 +27,36 @@ struct Options {
   std::vector<kiln::Stage> stages{kiln::Stage::Kiln};
 };
 
-inline Options parse(int argc, char **argv, const char *what) {
+/// Parses the lesson's flags; mistakes throw kiln::tool::UsageError.
+/// Returns nullopt when --help was printed.
+inline std::optional<Options> parse(int argc, char **argv, const char *what) {
   Options o;
-  for (int i = 1; i < argc; ++i) {
-    std::string_view a = argv[i];
-    if (a == "--help" || a == "-h") {
-      std::printf("%s\n\nusage: %s [--ir=kiln,lowered,llvm-dialect,llvm,ptx|all] [--no-ir]\n", what,
-                  argv[0]);
-      std::exit(0);
-    } else if (a == "--no-ir") {
-      o.stages.clear();
-    } else if (a.starts_with("--ir=")) {
-      o.stages.clear();
-      std::string_view list = a.substr(5);
-      if (list == "all") {
-        o.stages = {kiln::Stage::Kiln, kiln::Stage::Lowered, kiln::Stage::LLVMDialect,
-                    kiln::Stage::LLVMIR, kiln::Stage::Ptx};
-        continue;
-      }
-      while (!list.empty()) {
-        auto comma = list.find(',');
+  std::string ir;
+  bool noIr = false;
+  CLI::App app(what, argv[0]);
+  app.add_option("--ir", ir, "comma-separated stages to print: kiln, lowered, llvm-dialect, "
+                             "llvm, ptx (GPU targets), or all (default: kiln)");
+  app.add_flag("--no-ir", noIr, "print no IR");
+  if (!kiln::tool::parse(app, argc, argv))
+    return std::nullopt;
+  if (noIr)
+    o.stages.clear();
+  if (!ir.empty()) {
+    o.stages.clear();
+    if (ir == "all") {
+      o.stages = {kiln::Stage::Kiln, kiln::Stage::Lowered, kiln::Stage::LLVMDialect,
+                  kiln::Stage::LLVMIR, kiln::Stage::Ptx};
+      return o;
+    }
+    std::string_view list = ir;
+    while (!list.empty()) {
+      auto comma = list.find(',');
+      try {
         o.stages.push_back(kiln::parse_stage(list.substr(0, comma)));
-        list = comma == std::string_view::npos ? "" : list.substr(comma + 1);
+      } catch (const kiln::Error &e) {
+        throw kiln::tool::UsageError(e.what());
       }
-    } else {
-      throw kiln::Error("unknown flag '" + std::string(a) + "' (try --help)");
+      list = comma == std::string_view::npos ? "" : list.substr(comma + 1);
     }
   }
   return o;
@@ -63,15 +71,14 @@ inline void show_ir(const Options &o, const kiln::CompiledKernel &k) {
   }
 }
 
-/// Runs a lesson body, turning errors into one message and a non-zero exit.
+/// Runs a lesson body: usage errors exit 2, failures at run time 1, each
+/// with one message.
 template <class F> int run(int argc, char **argv, const char *what, F body) {
-  try {
-    Options o = parse(argc, argv, what);
-    return body(o);
-  } catch (const kiln::Error &e) {
-    std::fprintf(stderr, "error: %s\n", e.what());
-    return 2;
-  }
+  std::string name = std::filesystem::path(argv[0]).filename().string();
+  return kiln::tool::run(name.c_str(), [&] {
+    std::optional<Options> o = parse(argc, argv, what);
+    return o ? body(*o) : 0;
+  });
 }
 
 } // namespace lesson

@@ -4,7 +4,8 @@ set -euo pipefail
 
 need=()
 pkgs=(llvm-22-dev libmlir-22-dev mlir-22-tools libboost-dev doctest-dev libbenchmark-dev
-      cmake ninja-build ccache g++ zlib1g-dev libzstd-dev libedit-dev libxml2-dev libffi-dev)
+      cmake ninja-build ccache g++ zlib1g-dev libzstd-dev libedit-dev libxml2-dev libffi-dev
+      nlohmann-json3-dev libcli11-dev clang-22 libclang-rt-22-dev)
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || need+=("$p")
 done

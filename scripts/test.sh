@@ -1,7 +1,25 @@
 #!/usr/bin/env bash
 # Builds kiln and runs every test that needs no GPU (ctest label gpu is excluded).
+#
+#   bash scripts/test.sh              # the build in build/ (Release, gcc)
+#   bash scripts/test.sh --sanitize   # clang-22 with AddressSanitizer and
+#       UndefinedBehaviorSanitizer in build-sanitize/: the same CPU tests, then
+#       every libFuzzer target for KILN_FUZZ_SECONDS (20) from its seed corpus
 set -euo pipefail
 cd "$(dirname "$0")/.."
-bash scripts/build.sh
-cd build
-ctest --output-on-failure -j "${KILN_JOBS:-2}" -LE gpu
+if [[ "${1:-}" != "--sanitize" ]]; then
+  bash scripts/build.sh
+  cd build
+  ctest --output-on-failure -j "${KILN_JOBS:-2}" -LE gpu
+  exit 0
+fi
+bash scripts/setup.sh
+cmake -S . -B build-sanitize -G Ninja -DCMAKE_BUILD_TYPE=Release \
+  -DCMAKE_C_COMPILER=clang-22 -DCMAKE_CXX_COMPILER=clang++-22 \
+  -DKILN_FUZZ=ON -DKILN_BUILD_BENCH=OFF -DKILN_FUZZ_SECONDS="${KILN_FUZZ_SECONDS:-20}"
+cmake --build build-sanitize -j "${KILN_JOBS:-2}"
+cd build-sanitize
+export ASAN_OPTIONS="abort_on_error=1:detect_stack_use_after_return=0${ASAN_OPTIONS:+:$ASAN_OPTIONS}"
+export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1${UBSAN_OPTIONS:+:$UBSAN_OPTIONS}"
+ctest --output-on-failure -j "${KILN_JOBS:-2}" -LE "gpu|fuzz"
+ctest --output-on-failure -j "${KILN_JOBS:-2}" -L fuzz

@@ -3,6 +3,7 @@
 
 #include "kiln/runtime/cuda.hpp"
 #include "kiln/runtime/detail/kernel_cache.hpp"
+#include "kiln/runtime/detail/thread_pool.hpp"
 
 #include <algorithm>
 #include <atomic>
@@ -10,7 +11,6 @@
 #include <filesystem>
 #include <fstream>
 #include <random>
-#include <thread>
 #include <unistd.h>
 
 namespace fs = std::filesystem;
@@ -101,24 +101,14 @@ Tuned autotune_candidates(const std::string &family, const Target &target, const
   // Compile every candidate in parallel; failures score +inf.
   std::vector<std::unique_ptr<CompiledKernel>> kernels(candidates.size());
   std::vector<TuneResult> results(candidates.size());
-  {
-    std::vector<std::thread> workers;
-    unsigned limit = std::max(1u, std::thread::hardware_concurrency());
-    std::atomic<std::size_t> next{0};
-    for (unsigned w = 0; w < std::min<std::size_t>(limit, candidates.size()); ++w)
-      workers.emplace_back([&] {
-        for (std::size_t i; (i = next++) < candidates.size();) {
-          results[i].label = candidates[i].label;
-          try {
-            kernels[i] = candidates[i].compile();
-          } catch (const std::exception &e) {
-            results[i].error = e.what();
-          }
-        }
-      });
-    for (auto &t : workers)
-      t.join();
-  }
+  detail::parallel_for_each(unsigned(candidates.size()), [&](unsigned i) {
+    results[i].label = candidates[i].label;
+    try {
+      kernels[i] = candidates[i].compile();
+    } catch (const std::exception &e) {
+      results[i].error = e.what();
+    }
+  });
   std::size_t best = candidates.size();
   for (std::size_t i = 0; i < candidates.size(); ++i) {
     if (!kernels[i])

@@ -20,6 +20,47 @@ using namespace mlir;
 namespace {
 using kiln::gpu_lowering::Emitter;
 
+/// Limits checked before any code is emitted, so that a tile too large for
+/// a CTA fails in milliseconds with a message instead of emitting millions
+/// of instructions. A thread holds numel / threads elements of a tile whose
+/// size divides among the threads, and all of it otherwise (replicated).
+constexpr int64_t kMaxElementsPerThread = 1024;
+/// The sum over every tile value of the elements a thread holds: a bound on
+/// the code emitted (the library's largest kernels stay under 1/10 of it).
+constexpr int64_t kMaxEmittedElements = 1 << 18;
+
+LogicalResult checkResources(func::FuncOp f, int threads) {
+  int64_t total = 0;
+  WalkResult walk = f.walk([&](Operation *op) {
+    for (Value v : op->getResults()) {
+      auto tile = dyn_cast<RankedTensorType>(v.getType());
+      if (!tile || !tile.hasStaticShape())
+        continue;
+      int64_t numel = tile.getNumElements();
+      int64_t perThread = numel % threads == 0 ? numel / threads : numel;
+      if (perThread > kMaxElementsPerThread) {
+        op->emitError("convert-kiln-to-gpu: the tile ")
+            << tile << " of " << op->getName() << " would put " << perThread
+            << " elements in each of the " << threads << " threads (at most "
+            << kMaxElementsPerThread
+            << "): use smaller blocks, or blocks whose element count is a multiple of the "
+               "thread count";
+        return WalkResult::interrupt();
+      }
+      total += perThread;
+    }
+    return WalkResult::advance();
+  });
+  if (walk.wasInterrupted())
+    return failure();
+  if (total > kMaxEmittedElements)
+    return f.emitError("convert-kiln-to-gpu: kernel '")
+           << f.getName() << "' holds " << total
+           << " tile elements per thread over all its values (at most " << kMaxEmittedElements
+           << "); use smaller blocks";
+  return success();
+}
+
 struct ConvertKilnToGpuPass : kiln::impl::ConvertKilnToGpuBase<ConvertKilnToGpuPass> {
   using ConvertKilnToGpuBase::ConvertKilnToGpuBase;
   void runOnOperation() override {
@@ -36,6 +77,9 @@ struct ConvertKilnToGpuPass : kiln::impl::ConvertKilnToGpuBase<ConvertKilnToGpuP
     if (kernels.empty())
       return;
     module->setAttr(gpu::GPUDialect::getContainerModuleAttrName(), UnitAttr::get(ctx));
+    for (func::FuncOp f : kernels)
+      if (failed(checkResources(f, numWarps * 32)))
+        return signalPassFailure();
     OpBuilder b(ctx);
     for (func::FuncOp f : kernels) {
       Location loc = f.getLoc();

@@ -11,6 +11,23 @@ using namespace kiln;
 #define GET_OP_CLASSES
 #include "kiln/Dialect/KilnOps.cpp.inc"
 
+LogicalResult kiln::trait::verifyNonEmptyTiles(Operation *op) {
+  auto check = [&](Type t, StringRef what, unsigned i) -> LogicalResult {
+    auto tile = dyn_cast<RankedTensorType>(t);
+    if (!tile || llvm::all_of(tile.getShape(), [](int64_t d) { return d > 0; }))
+      return success();
+    return op->emitOpError() << what << " #" << i << " is a tile of type " << t
+                             << "; every dimension of a tile must be static and non-zero";
+  };
+  for (auto [i, t] : llvm::enumerate(op->getOperandTypes()))
+    if (failed(check(t, "operand", unsigned(i))))
+      return failure();
+  for (auto [i, t] : llvm::enumerate(op->getResultTypes()))
+    if (failed(check(t, "result", unsigned(i))))
+      return failure();
+  return success();
+}
+
 namespace {
 int64_t rankOf(Type t) {
   if (auto tile = dyn_cast<RankedTensorType>(t))

@@ -1,5 +1,6 @@
 //===- CpuExecutable.cpp - JIT a kiln kernel for the host and launch it ---===//
 #include "kiln/runtime/detail/cpu_executable.hpp"
+#include "kiln/runtime/detail/thread_pool.hpp"
 
 #include "mlir/ExecutionEngine/ExecutionEngine.h"
 #include "mlir/ExecutionEngine/OptUtils.h"
@@ -17,7 +18,6 @@
 #include <filesystem>
 #include <mutex>
 #include <random>
-#include <thread>
 #include <vector>
 
 namespace {
@@ -196,8 +196,7 @@ void CpuExecutable::launch(const Grid &grid, std::span<const Param> params,
   for (std::size_t i = 0; i < params.size(); ++i)
     slots.push_back(toSlot(params[i], args[i]));
   const uint64_t total = uint64_t(grid.x) * grid.y * grid.z;
-  const unsigned workers =
-      unsigned(std::min<uint64_t>(total, std::max(1u, std::thread::hardware_concurrency())));
+  const unsigned workers = unsigned(std::min<uint64_t>(total, detail::pool_width()));
 
   auto work = [&](unsigned worker) {
     std::vector<Slot> own = slots; // the JIT'd code may read these concurrently; keep them private
@@ -214,13 +213,7 @@ void CpuExecutable::launch(const Grid &grid, std::span<const Param> params,
       entry_(packed.data());
     }
   };
-  if (workers <= 1)
-    return work(0);
-  std::vector<std::thread> threads;
-  for (unsigned w = 0; w < workers; ++w)
-    threads.emplace_back(work, w);
-  for (auto &t : threads)
-    t.join();
+  detail::parallel_for_each(workers, work);
 }
 
 } // namespace kiln

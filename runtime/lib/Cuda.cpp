@@ -181,6 +181,13 @@ std::size_t memory_in_use() {
   return total - free;
 }
 
+std::size_t memory_free() {
+  auto &d = ready();
+  size_t free = 0, total = 0;
+  check(d.cuMemGetInfo_v2(&free, &total), "cuMemGetInfo");
+  return free;
+}
+
 void memset_device(void *dst, int byte, std::size_t bytes) {
   check(ready().cuMemsetD8_v2(reinterpret_cast<CUdeviceptr>(dst), (unsigned char)byte, bytes),
         "cuMemsetD8");

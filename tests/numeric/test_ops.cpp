@@ -25,7 +25,11 @@ using namespace kiln;
 namespace {
 using test::kGpu;
 using test::target;
-const Target &kCpu = target(); // the target under test
+/// The target under test, looked up when a test first compiles a kernel (not
+/// at start-up, so that listing and filtering tests works with no GPU).
+struct TargetUnderTest {
+  operator const Target &() const { return target(); }
+} const kCpu;
 
 /// A host vector mirrored on the device when testing the GPU.
 template <class T> struct Mem {
@@ -84,6 +88,52 @@ TEST_CASE_TEMPLATE("softmax matches the reference", T, float, half) {
       check(dy2.fetch(), want, tol, tol);
     }
   }
+}
+
+TEST_CASE_TEMPLATE("softmax of non-finite rows is PyTorch's", T, float, half) {
+  using D = std::conditional_t<std::is_same_v<T, float>, f32, f16>;
+  // Both variants, with rows longer than one block for the looped one.
+  auto looped = compile<ops::Softmax<D, 32>>(kCpu);
+  auto one_pass = compile<ops::Softmax<D, 128, true>>(kCpu);
+  const int cols = 100;
+  const float inf = INFINITY, nan = NAN;
+  std::vector<std::vector<float>> rows = {
+      std::vector<float>(cols, -inf),                     // torch: all NaN
+      [&] { std::vector<float> r(cols, -inf); r[70] = 1; r[3] = 1; return r; }(), // 0.5 twice
+      [&] { std::vector<float> r(cols, 0.f); r[50] = inf; return r; }(),          // all NaN
+      [&] { std::vector<float> r(cols, 0.f); r[99] = nan; return r; }(),          // all NaN
+      [&] { std::vector<float> r(cols, 0.f); r[0] = -inf; return r; }(),          // 0, then 1/99
+  };
+  std::vector<T> x;
+  for (auto &r : rows)
+    for (float v : r)
+      x.push_back(T(v));
+  const int R = int(rows.size());
+  std::vector<double> want(x.size());
+  for (int r = 0; r < R; ++r) {
+    auto &row = rows[std::size_t(r)];
+    bool anyNan = false, anyPosInf = false, allNegInf = true;
+    for (float v : row)
+      anyNan |= std::isnan(v), anyPosInf |= v == inf, allNegInf &= v == -inf;
+    double m = -INFINITY, sum = 0;
+    for (float v : row)
+      m = std::max(m, double(v));
+    for (float v : row)
+      sum += std::exp(double(v) - m);
+    for (int c = 0; c < cols; ++c)
+      want[std::size_t(r * cols + c)] = anyNan || anyPosInf || allNegInf
+                                            ? NAN
+                                            : std::exp(double(row[std::size_t(c)]) - m) / sum;
+  }
+  CHECK(want[std::size_t(1 * cols + 70)] == doctest::Approx(0.5));
+  CHECK(want[std::size_t(4 * cols + 0)] == 0.0);
+  double tol = std::is_same_v<T, half> ? 2e-3 : 1e-6;
+  std::vector<T> y(x.size(), T(-1.0f)), y2 = y;
+  Mem dx(x), dy(y), dy2(y2);
+  looped.launch(Grid(R), dx(), dy(), cols, cols, cols);
+  check(dy.fetch(), want, tol, tol);
+  one_pass.launch(Grid(R), dx(), dy2(), cols, cols, cols);
+  check(dy2.fetch(), want, tol, tol);
 }
 
 TEST_CASE_TEMPLATE("layernorm matches the reference", T, float, half) {

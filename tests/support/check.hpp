@@ -29,8 +29,9 @@ struct Comparison {
   bool ok() const { return mismatches == 0; }
 };
 
-/// |got - want| <= atol + rtol * |want| everywhere; the first mismatches and the max
-/// error are reported.
+/// |got - want| <= atol + rtol * |want| everywhere, where a NaN or an
+/// infinity wanted must be got exactly (NaN matches any NaN); the first
+/// mismatches and the max error are reported.
 template <class T>
 Comparison compare(const std::vector<T> &got, const std::vector<double> &want, double atol,
                    double rtol) {
@@ -42,6 +43,15 @@ Comparison compare(const std::vector<T> &got, const std::vector<double> &want, d
   }
   for (std::size_t i = 0; i < got.size(); ++i) {
     double g = double(float(got[i]));
+    if (!std::isfinite(want[i])) {
+      bool same = std::isnan(want[i]) ? std::isnan(g) : g == want[i];
+      if (!same && c.mismatches++ < 5) {
+        char buf[160];
+        std::snprintf(buf, sizeof buf, "  [%zu] got %.7g want %.7g\n", i, g, want[i]);
+        c.report += buf;
+      }
+      continue;
+    }
     double err = std::fabs(g - want[i]);
     if (!(err <= c.max_abs_err))
       c.max_abs_err = std::isnan(err) ? INFINITY : std::max(c.max_abs_err, err);

@@ -1,6 +1,7 @@
 //===- Model.cpp - a GPT-2 decoder made of kiln kernels --------------------===//
 #include "kiln/gpt2/model.hpp"
 
+#include "Memory.h"
 #include "Parallel.h"
 
 #include "kiln/kiln.hpp"
@@ -11,6 +12,7 @@
 #include "kiln/ops/matmul.hpp"
 #include "kiln/runtime/cuda.hpp"
 
+#include <bit>
 #include <chrono>
 #include <cmath>
 #include <cstring>
@@ -219,6 +221,7 @@ template <class D> struct ModelImpl final : Model::Impl {
     cfg.validate();
     auto started = std::chrono::steady_clock::now();
     int C = cfg.n_embd, V = cfg.vocab_size, B = std::max(1, o.max_batch);
+    requireMemory(B, decodeWidth(C));
     // Host-side conversion (and transposition) of a few layers ahead runs
     // in parallel with the uploads of the current one.
     constexpr std::size_t kAhead = 4;
@@ -294,6 +297,27 @@ template <class D> struct ModelImpl final : Model::Impl {
     compileKernels();
     info.kernels_seconds =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - prepared).count();
+  }
+
+  /// Checks that the parameters, the KV cache and the activations for `B`
+  /// sequences of Tmax tokens fit where they will live, before allocating.
+  void requireMemory(int B, bool decodeCopies) const {
+    const uint64_t C = uint64_t(cfg.n_embd), V = uint64_t(cfg.vocab_size),
+                   L = uint64_t(cfg.n_layer), e = sizeof(H);
+    const uint64_t rows = mulSat(uint64_t(B), uint64_t(Tmax));
+    uint64_t elems = uint64_t(cfg.num_params()) + V * C; // and the head as [C, V]
+    if (decodeCopies)
+      elems += L * 12 * C * C;
+    elems = addSat(elems, mulSat(2 * L * C, rows));                       // K and V caches
+    elems = addSat(elems, mulSat(10 * C, rows));                          // x h qkv att fc
+    elems = addSat(elems, mulSat(V, std::max<uint64_t>(uint64_t(Tmax), uint64_t(B)))); // logits
+    uint64_t bytes = addSat(mulSat(elems, e), mulSat(rows, 16));          // and the row indices
+    std::string what = "a model of " + cfg.describe() + " for " + std::to_string(B) +
+                       " sequence(s) of " + std::to_string(Tmax) + " tokens";
+    if (gpu)
+      requireDeviceMemory(bytes, what);
+    else
+      requireHostMemory(bytes, what);
   }
 
   /// Embedding widths with decode-step kernels (their K is a compile-time
@@ -686,8 +710,10 @@ template <class D> struct ModelImpl final : Model::Impl {
     if (useGraph && !stream)
       stream = std::make_unique<cuda::Stream>();
     // The graph bakes in the batch and the sampling parameters.
-    std::string key = std::to_string(B) + "/" + std::to_string(o.temperature) + "/" +
-                      std::to_string(o.top_k) + "/" + std::to_string(o.top_p) + "/" +
+    // Exact values: std::to_string would print 1e-7 and 1e-40 both as 0.000000.
+    auto exact = [](float v) { return std::to_string(std::bit_cast<uint32_t>(v)); };
+    std::string key = std::to_string(B) + "/" + exact(o.temperature) + "/" +
+                      std::to_string(o.top_k) + "/" + exact(o.top_p) + "/" +
                       std::to_string(o.seed);
     if (useGraph && (!graph || graphKey != key)) {
       graph.reset();

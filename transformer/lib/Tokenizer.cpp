@@ -1,6 +1,7 @@
 //===- Tokenizer.cpp - GPT-2's byte-level BPE ------------------------------===//
 #include "kiln/gpt2/tokenizer.hpp"
 
+#include "File.h"
 #include "Json.h"
 
 #include "kiln/runtime/kernel.hpp"
@@ -8,10 +9,14 @@
 #include <algorithm>
 #include <array>
 #include <climits>
+#include <cstdint>
+#include <deque>
 #include <filesystem>
 #include <fstream>
 #include <mutex>
+#include <optional>
 #include <sstream>
+#include <string_view>
 #include <unordered_map>
 
 namespace kiln::gpt2 {
@@ -29,47 +34,121 @@ template <std::size_t N> bool inRanges(const CodeRange (&table)[N], char32_t c) 
   return it != std::begin(table) && c <= std::prev(it)->hi;
 }
 
-/// One code point of the input and the bytes it came from. Bytes that are
-/// not valid UTF-8 become code points of their own (class "other"), so that
+/// One code point of the input and its length in bytes. Bytes that are not
+/// valid UTF-8 become code points of their own (class "other"), so that
 /// every input still round-trips.
 struct Char {
   char32_t cp;
-  std::size_t begin, end;
+  std::size_t len;
   bool valid;
 };
 
-std::vector<Char> decodeUtf8(std::string_view s) {
-  std::vector<Char> out;
-  std::size_t i = 0;
-  while (i < s.size()) {
-    auto b = static_cast<unsigned char>(s[i]);
-    int len = b < 0x80 ? 1 : (b >> 5) == 6 ? 2 : (b >> 4) == 14 ? 3 : (b >> 3) == 30 ? 4 : 0;
-    char32_t cp = len == 1 ? b : len == 2 ? (b & 0x1F) : len == 3 ? (b & 0x0F) : (b & 0x07);
-    bool ok = len > 0 && i + len <= s.size();
-    for (int k = 1; ok && k < len; ++k) {
-      auto c = static_cast<unsigned char>(s[i + k]);
-      ok = (c >> 6) == 2;
-      cp = (cp << 6) | (c & 0x3F);
-    }
-    // Overlong forms, surrogates and values past U+10FFFF are invalid too.
-    static constexpr char32_t kMin[] = {0, 0, 0x80, 0x800, 0x10000};
-    if (ok && (cp < kMin[len] || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)))
-      ok = false;
-    if (!ok) {
-      out.push_back({0xFFFD, i, i + 1, false});
-      ++i;
-      continue;
-    }
-    out.push_back({cp, i, i + std::size_t(len), true});
-    i += std::size_t(len);
+/// The code point that starts at byte `i` of `s` (i < s.size()).
+Char decodeAt(std::string_view s, std::size_t i) {
+  auto b = static_cast<unsigned char>(s[i]);
+  int len = b < 0x80 ? 1 : (b >> 5) == 6 ? 2 : (b >> 4) == 14 ? 3 : (b >> 3) == 30 ? 4 : 0;
+  char32_t cp = len == 1 ? b : len == 2 ? (b & 0x1F) : len == 3 ? (b & 0x0F) : (b & 0x07);
+  bool ok = len > 0 && i + len <= s.size();
+  for (int k = 1; ok && k < len; ++k) {
+    auto c = static_cast<unsigned char>(s[i + k]);
+    ok = (c >> 6) == 2;
+    cp = (cp << 6) | (c & 0x3F);
   }
-  return out;
+  // Overlong forms, surrogates and values past U+10FFFF are invalid too.
+  static constexpr char32_t kMin[] = {0, 0, 0x80, 0x800, 0x10000};
+  if (ok && (cp < kMin[len] || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)))
+    ok = false;
+  if (!ok)
+    return {0xFFFD, 1, false};
+  return {cp, std::size_t(len), true};
 }
 
-bool isLetter(const Char &c) { return c.valid && inRanges(kLetters, c.cp); }
-bool isNumber(const Char &c) { return c.valid && inRanges(kNumbers, c.cp); }
-bool isSpace(const Char &c) { return c.valid && inRanges(kSpaces, c.cp); }
-bool isOther(const Char &c) { return !isLetter(c) && !isNumber(c) && !isSpace(c); }
+/// The classes GPT-2's pattern tells apart: \p{L}, \p{N}, \s and the rest.
+enum class CharClass : unsigned char { Letter, Number, Space, Other };
+
+CharClass classOfCode(char32_t cp) {
+  if (inRanges(kLetters, cp))
+    return CharClass::Letter;
+  if (inRanges(kNumbers, cp))
+    return CharClass::Number;
+  return inRanges(kSpaces, cp) ? CharClass::Space : CharClass::Other;
+}
+
+CharClass classOf(const Char &c) {
+  // Most text is ASCII: skip the binary searches for it.
+  static const auto ascii = [] {
+    std::array<CharClass, 128> t{};
+    for (char32_t cp = 0; cp < 128; ++cp)
+      t[cp] = classOfCode(cp);
+    return t;
+  }();
+  if (!c.valid)
+    return CharClass::Other;
+  return c.cp < 128 ? ascii[c.cp] : classOfCode(c.cp);
+}
+
+/// Calls `piece(begin, end)` with the byte range of every piece of GPT-2's
+/// pre-tokenisation of `s`, in order, until it returns false. Works on the
+/// bytes as it goes (no copy, no decoded array), so a caller can stop early
+/// on a huge text.
+template <class Fn> void forEachPiece(std::string_view s, Fn &&piece) {
+  const std::size_t n = s.size();
+  std::size_t i = 0;
+  while (i < n) {
+    // 's 't 're 've 'm 'll 'd: ASCII bytes, never part of a longer UTF-8
+    // sequence, so comparing bytes is exact; case-sensitive, as HF's.
+    if (s[i] == '\'' && i + 1 < n) {
+      char a = s[i + 1], b = i + 2 < n ? s[i + 2] : '\0';
+      std::size_t len = 0;
+      if (a == 's' || a == 't' || a == 'm' || a == 'd')
+        len = 2;
+      else if (((a == 'r' || a == 'v') && b == 'e') || (a == 'l' && b == 'l'))
+        len = 3;
+      if (len) {
+        if (!piece(i, i + len))
+          return;
+        i += len;
+        continue;
+      }
+    }
+    // An optional U+0020, then a run of letters | numbers | other symbols.
+    std::size_t j = s[i] == ' ' && i + 1 < n ? i + 1 : i;
+    Char c = decodeAt(s, j);
+    CharClass cls = classOf(c);
+    if (cls != CharClass::Space) {
+      std::size_t end = j + c.len;
+      while (end < n) {
+        Char d = decodeAt(s, end);
+        if (classOf(d) != cls)
+          break;
+        end += d.len;
+      }
+      if (!piece(i, end))
+        return;
+      i = end;
+      continue;
+    }
+    // White space from i (s[i] is white space here): the whole run when it
+    // ends the text, else all but its last character (\s+(?!\S)), which
+    // starts the next piece; a run of one is a piece (\s+).
+    std::size_t end = i, last = i, count = 0;
+    while (end < n) {
+      Char d = decodeAt(s, end);
+      if (classOf(d) != CharClass::Space)
+        break;
+      last = end;
+      end += d.len;
+      ++count;
+    }
+    if (end < n && count > 1)
+      end = last;
+    else if (count == 0) // only if U+0020 were not white space
+      end = i + 1;
+    if (!piece(i, end))
+      return;
+    i = end;
+  }
+}
 
 /// GPT-2 maps each byte to a printable code point: printable Latin-1 bytes
 /// to themselves, the rest to U+0100 onwards, in byte order.
@@ -85,29 +164,23 @@ std::array<char32_t, 256> byteToCode() {
 }
 
 std::string readFile(const std::string &path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in)
-    throw Error("gpt2 tokenizer: cannot open " + path);
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
+  // A GPT-2 vocabulary is about 1 MB and its merges 0.5 MB.
+  return readRegularFile(path, "tokenizer file", 256 << 20);
 }
 
 /// A JSON object of token -> id.
 std::unordered_map<std::string, int32_t> parseVocab(const std::string &text,
                                                     const std::string &path) {
   json::Value root = json::parse(text, "gpt2 tokenizer: " + path);
-  if (root.kind != json::Value::Kind::Object || root.object.empty())
+  if (!root.is_object() || root.empty())
     throw Error("gpt2 tokenizer: " + path + ": expected a JSON object of token -> id");
+  // Ids index a table of tokens: keep them within a few times the entries.
+  const int64_t maxId = std::max<int64_t>(1 << 20, 4 * int64_t(root.size()));
   std::unordered_map<std::string, int32_t> vocab;
-  vocab.reserve(root.object.size());
-  for (auto &[token, id] : root.object) {
-    if (id.kind != json::Value::Kind::Number || id.number < 0 || id.number > INT32_MAX ||
-        id.number != double(int64_t(id.number)))
-      throw Error("gpt2 tokenizer: " + path + ": the id of token '" + token +
-                  "' is not a non-negative integer");
-    vocab[token] = int32_t(id.number);
-  }
+  vocab.reserve(root.size());
+  for (auto &[token, id] : root.items())
+    vocab[token] = int32_t(json::integer(
+        id, "gpt2 tokenizer: " + path + ": the id of token '" + token + "'", 0, maxId));
   return vocab;
 }
 
@@ -117,15 +190,50 @@ constexpr std::string_view kEndOfText = "<|endoftext|>";
 
 struct Tokenizer::Impl {
   std::unordered_map<std::string, int32_t> vocab;
-  std::vector<std::string> tokens;                // id -> token string (byte-mapped UTF-8)
-  std::unordered_map<std::string, int32_t> ranks; // "a b" -> merge rank
+  std::vector<std::string> tokens; // id -> token string (byte-mapped UTF-8)
   std::array<char32_t, 256> byteCode = byteToCode();
   std::unordered_map<char32_t, unsigned char> codeByte;
   std::array<std::string, 256> byteSymbol; // byte -> its code point, as UTF-8
-  mutable std::mutex cacheMutex;
-  mutable std::unordered_map<std::string, std::vector<int32_t>> cache;
 
-  std::vector<int32_t> bpe(const std::string &piece) const;
+  // BPE runs on symbols: every distinct string the vocabulary or a merge
+  // names has a number, so that a merge is looked up by a pair of numbers
+  // and yields a number. A merge result need not be in the vocabulary (it
+  // only has to be once no merge applies), hence symbols apart from ids.
+  struct Merge {
+    int32_t rank;   // the merge's line among the distinct merges
+    int32_t merged; // the symbol it makes
+  };
+  std::unordered_map<uint64_t, Merge> merges; // (left, right) symbols -> merge
+  std::array<int32_t, 256> byteSym{};         // byte -> its symbol
+  std::vector<int32_t> symToken;              // symbol -> token id, or -1
+  /// Bytes of the longest token: a text of B bytes needs at least
+  /// B / maxTokenBytes tokens.
+  std::size_t maxTokenBytes = 1;
+
+  static uint64_t pairKey(int32_t left, int32_t right) {
+    return uint64_t(uint32_t(left)) << 32 | uint32_t(right);
+  }
+
+  // Pieces recur (words, indentation): their tokens are cached. Only short
+  // ones, and only so many, so the cache stays small whatever the input.
+  static constexpr std::size_t kMaxCachedBytes = 256, kMaxCachedPieces = 1 << 16;
+  struct StringHash {
+    using is_transparent = void;
+    std::size_t operator()(std::string_view s) const noexcept {
+      return std::hash<std::string_view>{}(s);
+    }
+  };
+  mutable std::mutex cacheMutex;
+  mutable std::unordered_map<std::string, std::vector<int32_t>, StringHash, std::equal_to<>> cache;
+
+  /// Appends the tokens of one piece of the pre-tokenisation to `out`.
+  void bpe(std::string_view piece, std::vector<int32_t> &out) const;
+  /// The merges applied to `piece`, without the cache.
+  std::vector<int32_t> merge(std::string_view piece) const;
+  /// Appends the tokens of `text` to `ids`; false (and `ids` incomplete) as
+  /// soon as they are known to be more than `maxTokens`.
+  bool encode(std::string_view text, std::size_t maxTokens, int32_t eot,
+              std::vector<int32_t> &ids) const;
 };
 
 Tokenizer::Tokenizer() : impl_(std::make_unique<Impl>()) {}
@@ -134,15 +242,24 @@ Tokenizer &Tokenizer::operator=(Tokenizer &&) noexcept = default;
 Tokenizer::~Tokenizer() = default;
 
 Tokenizer Tokenizer::load(const std::string &vocabPath, const std::string &mergesPath) {
+  return from_text(readFile(vocabPath), readFile(mergesPath), vocabPath, mergesPath);
+}
+
+Tokenizer Tokenizer::from_text(const std::string &vocabJson, const std::string &mergesText,
+                               const std::string &vocabPath, const std::string &mergesPath) {
   Tokenizer t;
   Impl &m = *t.impl_;
-  m.vocab = parseVocab(readFile(vocabPath), vocabPath);
+  m.vocab = parseVocab(vocabJson, vocabPath);
   int32_t maxId = 0;
   for (auto &[tok, id] : m.vocab)
     maxId = std::max(maxId, id);
   m.tokens.assign(std::size_t(maxId) + 1, {});
-  for (auto &[tok, id] : m.vocab)
+  for (auto &[tok, id] : m.vocab) {
+    if (!m.tokens[std::size_t(id)].empty())
+      throw Error("gpt2 tokenizer: " + vocabPath + ": tokens '" + m.tokens[std::size_t(id)] +
+                  "' and '" + tok + "' have the same id " + std::to_string(id));
     m.tokens[std::size_t(id)] = tok;
+  }
   for (int b = 0; b < 256; ++b) {
     m.codeByte[m.byteCode[b]] = static_cast<unsigned char>(b);
     appendUtf8(m.byteSymbol[b], m.byteCode[b]);
@@ -150,7 +267,31 @@ Tokenizer Tokenizer::load(const std::string &vocabPath, const std::string &merge
       throw Error("gpt2 tokenizer: " + vocabPath + " has no token for byte " + std::to_string(b) +
                   " (not a byte-level BPE vocabulary)");
   }
-  std::istringstream merges(readFile(mergesPath));
+  for (const std::string &tok : m.tokens) {
+    std::size_t bytes = 0; // one code point per byte
+    for (std::size_t i = 0; i < tok.size(); i += decodeAt(tok, i).len)
+      ++bytes;
+    m.maxTokenBytes = std::max(m.maxTokenBytes, bytes);
+  }
+  // Symbols: the vocabulary's strings, then the merges' strings it lacks.
+  std::unordered_map<std::string_view, int32_t> symbols;
+  std::deque<std::string> extraSymbols; // strings of symbols outside the vocabulary
+  symbols.reserve(m.vocab.size());
+  m.symToken.reserve(m.vocab.size());
+  for (auto &[tok, id] : m.vocab) {
+    symbols.emplace(tok, int32_t(m.symToken.size()));
+    m.symToken.push_back(id);
+  }
+  auto symbol = [&](std::string s) {
+    if (auto it = symbols.find(s); it != symbols.end())
+      return it->second;
+    symbols.emplace(extraSymbols.emplace_back(std::move(s)), int32_t(m.symToken.size()));
+    m.symToken.push_back(-1);
+    return int32_t(m.symToken.size() - 1);
+  };
+  for (int b = 0; b < 256; ++b)
+    m.byteSym[b] = symbols.at(m.byteSymbol[b]);
+  std::istringstream merges(mergesText);
   std::string line;
   int lineNo = 0;
   while (std::getline(merges, line)) {
@@ -164,9 +305,12 @@ Tokenizer Tokenizer::load(const std::string &vocabPath, const std::string &merge
         line.find(' ', sp + 1) != std::string::npos)
       throw Error("gpt2 tokenizer: " + mergesPath + ":" + std::to_string(lineNo) +
                   ": expected two tokens separated by one space, got '" + line + "'");
-    m.ranks.emplace(line, int32_t(m.ranks.size()));
+    std::string first = line.substr(0, sp), second = line.substr(sp + 1);
+    int32_t left = symbol(first), right = symbol(second), merged = symbol(first + second);
+    // A repeated pair keeps its first rank.
+    m.merges.try_emplace(Impl::pairKey(left, right), Impl::Merge{int32_t(m.merges.size()), merged});
   }
-  if (m.ranks.empty())
+  if (m.merges.empty())
     throw Error("gpt2 tokenizer: " + mergesPath + " has no merges");
   auto eot = m.vocab.find(std::string(kEndOfText));
   t.eot_ = eot == m.vocab.end() ? -1 : eot->second;
@@ -178,7 +322,8 @@ Tokenizer Tokenizer::from_dir(const std::string &dir) {
   for (auto [v, mg] :
        {std::pair{"vocab.json", "merges.txt"}, std::pair{"encoder.json", "vocab.bpe"}}) {
     fs::path vp = fs::path(dir) / v, mp = fs::path(dir) / mg;
-    if (fs::exists(vp) && fs::exists(mp))
+    std::error_code ec; // unreadable or looping paths: not there, and load() says why
+    if (fs::exists(vp, ec) && fs::exists(mp, ec))
       return load(vp.string(), mp.string());
   }
   throw Error("gpt2 tokenizer: " + dir +
@@ -188,125 +333,179 @@ Tokenizer Tokenizer::from_dir(const std::string &dir) {
 int32_t Tokenizer::vocab_size() const { return int32_t(impl_->tokens.size()); }
 
 std::vector<std::string> Tokenizer::split(std::string_view text) {
-  std::vector<Char> cs = decodeUtf8(text);
   std::vector<std::string> pieces;
-  std::size_t n = cs.size(), i = 0;
-  auto emit = [&](std::size_t from, std::size_t to) {
-    pieces.emplace_back(text.substr(cs[from].begin, cs[to - 1].end - cs[from].begin));
-    i = to;
-  };
-  auto run = [&](std::size_t j, auto pred) {
-    while (j < n && pred(cs[j]))
-      ++j;
-    return j;
-  };
-  while (i < n) {
-    // 's 't 're 've 'm 'll 'd
-    if (cs[i].cp == '\'' && i + 1 < n) {
-      char32_t a = cs[i + 1].cp, b = i + 2 < n ? cs[i + 2].cp : 0;
-      if (a == 's' || a == 't' || a == 'm' || a == 'd') {
-        emit(i, i + 2);
-        continue;
-      }
-      if ((a == 'r' && b == 'e') || (a == 'v' && b == 'e') || (a == 'l' && b == 'l')) {
-        emit(i, i + 3);
-        continue;
-      }
-    }
-    // An optional space, then letters | numbers | other symbols.
-    std::size_t j = cs[i].cp == ' ' && i + 1 < n ? i + 1 : i;
-    if (isLetter(cs[j])) {
-      emit(i, run(j, isLetter));
-      continue;
-    }
-    if (isNumber(cs[j])) {
-      emit(i, run(j, isNumber));
-      continue;
-    }
-    if (isOther(cs[j])) {
-      emit(i, run(j, isOther));
-      continue;
-    }
-    // White space: a run, leaving its last character to the next piece
-    // when a non-space follows (\s+(?!\S)), else the whole run.
-    std::size_t end = run(i, isSpace);
-    if (end < n && end - i > 1)
-      emit(i, end - 1);
-    else
-      emit(i, end == i ? i + 1 : end);
-  }
+  forEachPiece(text, [&](std::size_t begin, std::size_t end) {
+    pieces.emplace_back(text.substr(begin, end - begin));
+    return true;
+  });
   return pieces;
 }
 
-std::vector<int32_t> Tokenizer::Impl::bpe(const std::string &piece) const {
-  {
-    std::lock_guard<std::mutex> lock(cacheMutex);
-    auto it = cache.find(piece);
-    if (it != cache.end())
-      return it->second;
-  }
-  std::vector<std::string> word;
-  for (unsigned char b : piece)
-    word.push_back(byteSymbol[b]);
-  while (word.size() > 1) {
-    int32_t best = INT32_MAX;
-    std::size_t at = 0;
-    for (std::size_t k = 0; k + 1 < word.size(); ++k) {
-      auto r = ranks.find(word[k] + ' ' + word[k + 1]);
-      if (r != ranks.end() && r->second < best) {
-        best = r->second;
-        at = k;
-      }
+// GPT-2's reference BPE repeatedly finds the adjacent pair of lowest rank and
+// merges all its occurrences in one left-to-right sweep, which is quadratic
+// in the length of a piece. This gives the same tokens in O(n log n): the
+// symbols form a linked list over the piece's bytes (a symbol is named by
+// its first byte), and a heap holds a candidate for every adjacent pair that
+// has a merge, ordered by (rank, position). Candidates of one rank are one
+// pair, so popping them in position order is the reference's sweep; merges
+// invalidate candidates, which are dropped when popped.
+//
+// A merge can only make pairs of other ranks. Their rank can be lower than
+// the sweep's only if a merge that makes a symbol ranks after one that uses
+// it (never so in GPT-2's files); the reference still finishes the sweep
+// first, so such pairs wait until it is done. (HF's tokenizers would merge
+// them at once, and differ from the reference in that case.)
+std::vector<int32_t> Tokenizer::Impl::merge(std::string_view piece) const {
+  struct Symbol {
+    int32_t sym; // -1 once merged into the symbol on its left
+    int32_t prev, next;
+  };
+  struct Candidate {
+    int32_t rank, left, right;
+    int32_t rightSym; // what `right` was: it may have merged since
+    int32_t merged;
+  };
+  auto later = [](const Candidate &a, const Candidate &b) {
+    return a.rank != b.rank ? a.rank > b.rank : a.left > b.left;
+  };
+  if (piece.size() > std::size_t(INT32_MAX))
+    throw Error("gpt2 tokenizer: a piece of " + std::to_string(piece.size()) +
+                " bytes is longer than the tokenizer handles");
+  const auto n = int32_t(piece.size());
+  std::vector<Symbol> syms(static_cast<std::size_t>(n));
+  for (int32_t i = 0; i < n; ++i)
+    syms[std::size_t(i)] = {byteSym[static_cast<unsigned char>(piece[std::size_t(i)])], i - 1,
+                            i + 1 < n ? i + 1 : -1};
+  std::vector<Candidate> heap, waiting;
+  int32_t sweep = INT32_MIN; // the rank being merged
+  auto consider = [&](int32_t left) {
+    int32_t right = syms[std::size_t(left)].next;
+    if (right < 0)
+      return;
+    int32_t rightSym = syms[std::size_t(right)].sym;
+    auto it = merges.find(pairKey(syms[std::size_t(left)].sym, rightSym));
+    if (it == merges.end())
+      return;
+    Candidate c{it->second.rank, left, right, rightSym, it->second.merged};
+    if (c.rank < sweep) {
+      waiting.push_back(c);
+    } else {
+      heap.push_back(c);
+      std::push_heap(heap.begin(), heap.end(), later);
     }
-    if (best == INT32_MAX)
-      break;
-    // Merge every occurrence of the best pair, left to right.
-    std::string first = word[at], second = word[at + 1];
-    std::vector<std::string> merged;
-    for (std::size_t k = 0; k < word.size();) {
-      if (k + 1 < word.size() && word[k] == first && word[k + 1] == second) {
-        merged.push_back(first + second);
-        k += 2;
-      } else {
-        merged.push_back(word[k++]);
+  };
+  for (int32_t i = 0; i + 1 < n; ++i)
+    consider(i);
+  while (true) {
+    if (heap.empty() || heap.front().rank != sweep) {
+      // The sweep over the occurrences of one pair is over.
+      for (const Candidate &c : waiting) {
+        heap.push_back(c);
+        std::push_heap(heap.begin(), heap.end(), later);
       }
+      waiting.clear();
+      if (heap.empty())
+        break;
+      sweep = heap.front().rank;
     }
-    word = std::move(merged);
+    std::pop_heap(heap.begin(), heap.end(), later);
+    Candidate c = heap.back();
+    heap.pop_back();
+    Symbol &l = syms[std::size_t(c.left)], &r = syms[std::size_t(c.right)];
+    // A symbol changes only by taking its right neighbour, which changes its
+    // `next`: so `left` is as it was iff its `next` is still `right`.
+    if (l.sym < 0 || l.next != c.right || r.sym != c.rightSym)
+      continue;
+    l.sym = c.merged;
+    l.next = r.next;
+    if (r.next >= 0)
+      syms[std::size_t(r.next)].prev = c.left;
+    r.sym = -1;
+    if (l.prev >= 0)
+      consider(l.prev);
+    consider(c.left);
   }
   std::vector<int32_t> ids;
-  for (const std::string &sym : word) {
-    auto it = vocab.find(sym);
-    if (it == vocab.end())
+  for (int32_t i = 0; i >= 0 && i < n; i = syms[std::size_t(i)].next) {
+    int32_t id = symToken[std::size_t(syms[std::size_t(i)].sym)];
+    if (id < 0)
       throw Error("gpt2 tokenizer: the vocabulary has no token for a merge result (mismatched "
                   "vocab and merges?)");
-    ids.push_back(it->second);
+    ids.push_back(id);
   }
-  std::lock_guard<std::mutex> lock(cacheMutex);
-  if (cache.size() > 100000)
-    cache.clear();
-  cache.emplace(piece, ids);
   return ids;
+}
+
+void Tokenizer::Impl::bpe(std::string_view piece, std::vector<int32_t> &out) const {
+  if (piece.size() == 1) {
+    out.push_back(symToken[std::size_t(byteSym[static_cast<unsigned char>(piece[0])])]);
+    return;
+  }
+  bool cacheable = piece.size() <= kMaxCachedBytes;
+  if (cacheable) {
+    std::lock_guard<std::mutex> lock(cacheMutex);
+    auto it = cache.find(piece);
+    if (it != cache.end()) {
+      out.insert(out.end(), it->second.begin(), it->second.end());
+      return;
+    }
+  }
+  std::vector<int32_t> ids = merge(piece);
+  out.insert(out.end(), ids.begin(), ids.end());
+  if (cacheable) {
+    std::lock_guard<std::mutex> lock(cacheMutex);
+    if (cache.size() >= kMaxCachedPieces)
+      cache.clear();
+    cache.emplace(piece, std::move(ids));
+  }
+}
+
+bool Tokenizer::Impl::encode(std::string_view text, std::size_t maxTokens, int32_t eot,
+                             std::vector<int32_t> &ids) const {
+  // At least this many tokens cover `bytes` bytes.
+  auto fewest = [&](std::size_t bytes) {
+    return bytes / maxTokenBytes + (bytes % maxTokenBytes != 0);
+  };
+  if (fewest(text.size()) > maxTokens)
+    return false;
+  auto encodeText = [&](std::string_view part) {
+    bool fits = true;
+    forEachPiece(part, [&](std::size_t begin, std::size_t end) {
+      if (fewest(end - begin) > maxTokens - ids.size()) {
+        fits = false;
+        return false;
+      }
+      bpe(part.substr(begin, end - begin), ids);
+      fits = ids.size() <= maxTokens;
+      return fits;
+    });
+    return fits;
+  };
+  // <|endoftext|> in the text is the special token, as in GPT-2's tokenizers.
+  std::size_t pos = 0;
+  while (eot >= 0) {
+    std::size_t at = text.find(kEndOfText, pos);
+    if (at == std::string_view::npos)
+      break;
+    if (!encodeText(text.substr(pos, at - pos)) || ids.size() == maxTokens)
+      return false;
+    ids.push_back(eot);
+    pos = at + kEndOfText.size();
+  }
+  return encodeText(text.substr(pos));
 }
 
 std::vector<int32_t> Tokenizer::encode(std::string_view text) const {
   std::vector<int32_t> ids;
-  auto encodeText = [&](std::string_view part) {
-    for (const std::string &piece : split(part)) {
-      auto p = impl_->bpe(piece);
-      ids.insert(ids.end(), p.begin(), p.end());
-    }
-  };
-  // <|endoftext|> in the text is the special token, as in GPT-2's tokenizers.
-  std::size_t pos = 0;
-  while (eot_ >= 0) {
-    std::size_t at = text.find(kEndOfText, pos);
-    if (at == std::string_view::npos)
-      break;
-    encodeText(text.substr(pos, at - pos));
-    ids.push_back(eot_);
-    pos = at + kEndOfText.size();
-  }
-  encodeText(text.substr(pos));
+  impl_->encode(text, SIZE_MAX, eot_, ids);
+  return ids;
+}
+
+std::optional<std::vector<int32_t>> Tokenizer::encode(std::string_view text,
+                                                      std::size_t max_tokens) const {
+  std::vector<int32_t> ids;
+  if (!impl_->encode(text, max_tokens, eot_, ids))
+    return std::nullopt;
   return ids;
 }
 
@@ -316,9 +515,12 @@ std::string Tokenizer::token_bytes(int32_t id) const {
                 " is not in the vocabulary (size " + std::to_string(vocab_size()) + ")");
   if (id == eot_)
     return std::string(kEndOfText);
+  const std::string &token = impl_->tokens[std::size_t(id)];
   std::string out;
-  for (const Char &c : decodeUtf8(impl_->tokens[std::size_t(id)])) {
-    auto b = impl_->codeByte.find(c.cp);
+  for (std::size_t i = 0; i < token.size();) {
+    Char c = decodeAt(token, i);
+    i += c.len;
+    auto b = c.valid ? impl_->codeByte.find(c.cp) : impl_->codeByte.end();
     if (b == impl_->codeByte.end())
       throw Error("gpt2 tokenizer: token " + std::to_string(id) +
                   " holds a character outside the byte map");

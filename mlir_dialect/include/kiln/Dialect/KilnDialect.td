@@ -27,7 +27,14 @@ def Kiln_Dialect : Dialect {
   }];
 }
 
+// Every tile a kiln op takes or makes has a static, non-zero size in every
+// dimension: the DSL cannot make an empty tile, and the lowerings divide
+// work by tile extents.
+def Kiln_NonEmptyTiles : NativeOpTrait<"NonEmptyTiles"> {
+  let cppNamespace = "::kiln::trait";
+}
+
 class Kiln_Op<string mnemonic, list<Trait> traits = []>
-    : Op<Kiln_Dialect, mnemonic, traits>;
+    : Op<Kiln_Dialect, mnemonic, !listconcat(traits, [Kiln_NonEmptyTiles])>;
 
 #endif // KILN_DIALECT_TD

@@ -118,7 +118,9 @@ template <class T, int BLOCK> struct SampleRows {
           return std::tuple{where(c < V, maximum(hi, x), hi), where(c < V, minimum(lo, x), lo)};
         });
     auto top = max(hiLane), bottom = min(loLane);
-    auto inv_t = 1.0f / temperature;
+    // Temperatures below 1e-30 sample as 1e-30 does (the greedy limit): 1/T
+    // stays finite, so (x - top) * inv_t is 0 at the top and never NaN.
+    auto inv_t = 1.0f / maximum(temperature, 1e-30f);
     // How many logits are >= t, and their unnormalised probability mass.
     auto above = [&](F32 t) {
       auto z = std::tuple{zeros<f32, BLOCK>(), zeros<f32, BLOCK>()};

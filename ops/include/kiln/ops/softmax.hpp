@@ -9,6 +9,8 @@ namespace kiln::ops {
 /// row (grid: rows). With ONE_PASS the row must fit one block (n_cols <=
 /// BLOCK) and is read once; otherwise any n_cols works: a first sweep keeps a
 /// running max and rescaled sum per lane (online softmax), a second writes.
+/// Non-finite inputs give what torch.softmax gives: NaN for a row that is all
+/// -inf or holds +inf or NaN; -inf entries of other rows give 0.
 template <class T, int BLOCK, bool ONE_PASS = false> struct Softmax {
   void operator()(Ptr<T> x, Ptr<T> y, I32 n_cols, I32 x_stride, I32 y_stride) const {
     auto row = program_id(0);
@@ -21,20 +23,22 @@ template <class T, int BLOCK, bool ONE_PASS = false> struct Softmax {
       auto e = exp(v - max(v));
       store(y_row + cols, cast<T>(e / sum(e)), mask);
     } else {
-      // Lanes that never see a column keep m = -1e30 and drop out below,
-      // where their sums are scaled by exp(-1e30 - M) = 0.
-      constexpr double kLow = -1e30;
+      // Online softmax per lane: a running max m and the sum s of exp(v - m).
+      // A lane whose max is still -inf (all its values -inf, or no column
+      // yet) holds s = 0: exp(-inf - -inf) would be NaN. Everything else
+      // follows PyTorch: a row of -inf, or with +inf or NaN, gives NaN.
       auto [m, s] = for_range(
-          0, n_cols, BLOCK, std::tuple(full<f32, BLOCK>(kLow), zeros<f32, BLOCK>()),
+          0, n_cols, BLOCK, std::tuple(full<f32, BLOCK>(-inf), zeros<f32, BLOCK>()),
           [&](I32 start, Tile<f32, BLOCK> m, Tile<f32, BLOCK> s) {
             auto c = start + cols;
             auto mask = c < n_cols;
-            auto v = where(mask, cast<f32>(load(x_row + c, mask)), kLow);
+            auto v = cast<f32>(load(x_row + c, mask, -inf));
             auto m_new = maximum(m, v);
-            return std::tuple(m_new, s * exp(m - m_new) + exp(v - m_new));
+            auto s_new = s * exp(m - m_new) + exp(v - m_new);
+            return std::tuple(m_new, where(m_new == -inf, 0.0, s_new));
           });
       auto row_max = max(m);
-      auto row_sum = sum(s * exp(m - row_max));
+      auto row_sum = sum(where(m == -inf, 0.0, s * exp(m - row_max)));
       auto inv = 1.0f / row_sum;
       for_range(0, n_cols, BLOCK, [&](I32 start) {
         auto c = start + cols;

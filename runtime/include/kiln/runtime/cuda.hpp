@@ -31,6 +31,8 @@ void copy_to_host(void *dst, const void *src, std::size_t bytes);
 void memset_device(void *dst, int byte, std::size_t bytes);
 /// Bytes of device memory in use on the GPU (all processes, as the driver reports).
 std::size_t memory_in_use();
+/// Bytes of device memory free on the GPU, as the driver reports.
+std::size_t memory_free();
 
 /// Device memory holding `n` elements of T; `data()` is a device address usable
 /// as a launch argument for a `Ptr<T>` parameter.

@@ -39,6 +39,8 @@ struct GenerateOptions {
   /// 0: greedy. Otherwise tokens are drawn on the device from
   /// softmax(logits / temperature), limited to the top_k largest (0: all)
   /// and then to the smallest set whose probability reaches top_p.
+  /// Temperatures below 1e-30 (1e-40 is a float) sample as 1e-30 does:
+  /// the greedy limit, ties drawn at random.
   float temperature = 0;
   int top_k = 0;
   float top_p = 1;

@@ -11,6 +11,7 @@
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace kiln::gpt2 {
@@ -42,10 +43,19 @@ struct Weights {
 
   /// A HF GPT-2 directory: config.json and model.safetensors (fp32, fp16 or
   /// bf16; names with or without a "transformer." prefix).
+  /// Every file is validated exactly before use: the header's data offsets
+  /// must tile the data, sizes are integers within Config's limits, and no
+  /// parameter may be NaN or infinite; anything else throws kiln::Error.
   static Weights from_hf_dir(const std::string &dir);
   static Weights from_safetensors(const std::string &path, const Config &config);
-  /// llm.c's checkpoint (gpt2_124M.bin: fp32, version 3; bf16, version 5).
+  /// The same from a safetensors image in memory; `name` stands for the
+  /// file in messages.
+  static Weights from_safetensors_bytes(std::string_view bytes, const Config &config,
+                                        const std::string &name = "<memory>");
+  /// llm.c's checkpoint (gpt2_124M.bin: fp32, version 3; bf16, version 5);
+  /// its size must be exactly what its header describes.
   static Weights from_llmc(const std::string &path);
+  static Weights from_llmc_bytes(std::string_view bytes, const std::string &name = "<memory>");
   /// Seeded weights: tensor i of `named()` holds a counter-based stream
   /// (splitmix64), so that other tools can regenerate them exactly
   /// (tests/gpt2/make_golden.py does).
@@ -57,5 +67,7 @@ struct Weights {
 
 /// Reads the config.json of a HF GPT-2 directory.
 Config read_hf_config(const std::string &path);
+/// The same from its text; `path` names it in messages.
+Config parse_hf_config(const std::string &text, const std::string &path);
 
 } // namespace kiln::gpt2
