@@ -39,6 +39,10 @@ struct Layout {
   int64_t perThread = 1;
   bool distributed = false; ///< thread t holds groups of `vec` consecutive flat elements
   int64_t vec = 1;          ///< elements per group (consecutive along the last dimension)
+  /// Threads holding each element: 1 for a distributed tile, every thread
+  /// for a replicated one (a scalar, a tile smaller than the CTA). The
+  /// copies of thread t's elements are in threads t + k * (T / copies).
+  int64_t copies = 1;
 };
 
 inline int64_t byteSize(Type t) {
@@ -71,13 +75,16 @@ private:
   //===--------------------------------------------------------------------===//
 
   Layout layoutOf(Type t) const {
-    auto tile = dyn_cast<RankedTensorType>(t);
-    if (!tile)
-      return {};
     Layout l;
+    auto tile = dyn_cast<RankedTensorType>(t);
+    if (!tile) {
+      l.copies = threads;
+      return l;
+    }
     l.numel = tile.getNumElements();
     l.distributed = l.numel % threads == 0;
     l.perThread = l.distributed ? l.numel / threads : l.numel;
+    l.copies = l.distributed ? 1 : threads;
     // Groups of up to 8 consecutive elements of one row per thread, so that
     // global and shared accesses can be 128-bit. A function of the shape only:
     // tiles of one shape share a layout whatever their dtype.
@@ -93,6 +100,20 @@ private:
   }
 
   Value i32(int64_t v) { return arith::ConstantOp::create(b, loc, b.getI32IntegerAttr(v)); }
+
+  /// i1: this thread performs the side effects (global stores) for the
+  /// elements it holds in layout `l`, being the lowest-numbered of the
+  /// threads holding copies of them; null when every element has one holder.
+  /// Had every copy store, a warp that runs late could read an address after
+  /// another warp has written it and write again from the stale value.
+  Value ownsElements(const Layout &l) {
+    if (l.copies == 1)
+      return Value();
+    int64_t span = threads / l.copies; // threads that hold distinct elements
+    if (span == 1)
+      return isZero(tid);
+    return arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, tid, i32(span));
+  }
 
   /// Flat (row-major) index of this thread's j-th element.
   Value flatIndex(const Layout &l, int64_t j) {
@@ -757,6 +778,9 @@ private:
   LogicalResult emitStore(kiln::StoreOp st);
 
   void storeOne(Value addr, Value v, Value mask);
+  /// A global store of `v` (up to 8 bytes) that only runs where `pred`
+  /// holds: one predicated PTX instruction, no branch.
+  void predicatedStore(Value addr, Value v, Value pred);
 
   Value combine(kiln::ReduceKind kind, Value x, Value y) { return kiln::emitCombine(b, loc, kind, x, y); }
 

@@ -237,7 +237,9 @@ LogicalResult Emitter::emitStore(kiln::StoreOp st) {
   Layout l = layoutOf(st.getValue().getType());
   Type elemType = kiln::getElementTypeOrSelf(st.getValue().getType());
   int64_t width = vectorWidth(l, elemType);
-  if (width > 1 && strideOf(st.getPtr()) == 1) {
+  // An element several threads hold is stored by one of them.
+  Value owner = ownsElements(l);
+  if (width > 1 && !owner && strideOf(st.getPtr()) == 1) {
     SmallVector<Value> ptrs = get(st.getPtr()), vals = get(st.getValue());
     SmallVector<Value> masks = st.getMask() ? get(st.getMask()) : SmallVector<Value>{};
     int64_t bytes = width * byteSize(elemType);
@@ -262,8 +264,19 @@ LogicalResult Emitter::emitStore(kiln::StoreOp st) {
   }
   SmallVector<Value> ptrs = get(st.getPtr()), vals = get(st.getValue());
   SmallVector<Value> masks = st.getMask() ? get(st.getMask()) : SmallVector<Value>{};
-  for (int64_t j = 0; j < l.perThread; ++j)
-    storeOne(pick(ptrs, j), pick(vals, j), masks.empty() ? Value() : pick(masks, j));
+  for (int64_t j = 0; j < l.perThread; ++j) {
+    Value mask = masks.empty() ? Value() : pick(masks, j);
+    if (!owner) {
+      storeOne(pick(ptrs, j), pick(vals, j), mask);
+      continue;
+    }
+    // Predicated rather than behind a branch: LLVM sinks what computes the
+    // value into the branch, past any barrier before it, and what was read
+    // from shared memory before the barrier stays live across it (decode
+    // attention's merge went from 128 registers to 255 and spilled).
+    predicatedStore(pick(ptrs, j), pick(vals, j),
+                    mask ? Value(arith::AndIOp::create(b, loc, mask, owner)) : owner);
+  }
   return success();
 }
 
@@ -273,7 +286,7 @@ LogicalResult Emitter::emitAtomicAdd(kiln::AtomicAddOp op) {
   LLVM::FenceOp::create(b, loc, LLVM::AtomicOrdering::acq_rel, "device");
   barrier();
   reserveSmem(4);
-  onlyIf(isZero(tid), [&] {
+  onlyIf(ownsElements(layoutOf(op.getPtr().getType())), [&] {
     Value old = LLVM::AtomicRMWOp::create(b, loc, LLVM::AtomicBinOp::add, globalPtr(get(op.getPtr())[0]),
                                           get(op.getValue())[0], LLVM::AtomicOrdering::acq_rel, "device");
     storeSmem(0, i32(0), old);
@@ -288,6 +301,23 @@ LogicalResult Emitter::emitAtomicAdd(kiln::AtomicAddOp op) {
 
 void Emitter::storeOne(Value addr, Value v, Value mask) {
   kiln::emitMaskedStore(b, loc, addr, v, mask, /*addrSpace=*/1);
+}
+
+void Emitter::predicatedStore(Value addr, Value v, Value pred) {
+  // PTX stores from 16-, 32- or 64-bit registers; a byte from a 16-bit one.
+  unsigned bits = v.getType().getIntOrFloatBitWidth();
+  unsigned regBits = std::max(16u, bits);
+  Value word = v;
+  if (!v.getType().isInteger())
+    word = LLVM::BitcastOp::create(b, loc, b.getIntegerType(bits), word);
+  if (bits < regBits)
+    word = arith::ExtUIOp::create(b, loc, b.getIntegerType(regBits), word);
+  const char *reg = regBits == 16 ? "h" : regBits == 32 ? "r" : "l";
+  std::string text = "@$2 st.global.b" + std::to_string(std::max(8u, bits)) + " [$0], $1;";
+  LLVM::InlineAsmOp::create(b, loc, Type(), ValueRange{addr, word, pred}, text,
+                            std::string("l,") + reg + ",b", /*has_side_effects=*/true,
+                            /*is_align_stack=*/false, LLVM::tailcallkind::TailCallKind::None,
+                            LLVM::AsmDialectAttr(), ArrayAttr());
 }
 
 LogicalResult Emitter::emitAsyncCopy(kiln::AsyncCopyOp cp) {

@@ -62,7 +62,9 @@ TEST_CASE_TEMPLATE("vec_add matches the reference", T, float, half) {
     CAPTURE(n);
     auto x = test::random_vector<T>(n, 1), y = test::random_vector<T>(n, 2);
     std::vector<T> out(n, T(-7.0f));
-    Mem dx(x), dy(y), dout(out);
+    Mem dx(x);
+    Mem dy(y);
+    Mem dout(out);
     k.launch(Grid(ceil_div(n, 256)), dx(), dy(), dout(), n);
     double tol = std::is_same_v<T, half> ? 2e-3 : 1e-6;
     check(dout.fetch(), ref::vec_add(x, y), tol, tol);
@@ -80,7 +82,9 @@ TEST_CASE_TEMPLATE("softmax matches the reference", T, float, half) {
     auto x = test::random_vector<T>(std::size_t(rows) * cols, 3, -8, 8);
     auto want = ref::softmax(x, rows, cols);
     std::vector<T> y(x.size(), T(-1.0f)), y2 = y;
-    Mem dx(x), dy(y), dy2(y2);
+    Mem dx(x);
+    Mem dy(y);
+    Mem dy2(y2);
     looped.launch(Grid(rows), dx(), dy(), cols, cols, cols);
     check(dy.fetch(), want, tol, tol);
     if (cols <= 512) {
@@ -129,7 +133,9 @@ TEST_CASE_TEMPLATE("softmax of non-finite rows is PyTorch's", T, float, half) {
   CHECK(want[std::size_t(4 * cols + 0)] == 0.0);
   double tol = std::is_same_v<T, half> ? 2e-3 : 1e-6;
   std::vector<T> y(x.size(), T(-1.0f)), y2 = y;
-  Mem dx(x), dy(y), dy2(y2);
+  Mem dx(x);
+  Mem dy(y);
+  Mem dy2(y2);
   looped.launch(Grid(R), dx(), dy(), cols, cols, cols);
   check(dy.fetch(), want, tol, tol);
   one_pass.launch(Grid(R), dx(), dy2(), cols, cols, cols);
@@ -148,7 +154,11 @@ TEST_CASE_TEMPLATE("layernorm matches the reference", T, float, half) {
     auto w = test::random_vector<T>(n, 5), b = test::random_vector<T>(n, 6);
     auto want = ref::layernorm(x, w, b, rows, n, 1e-5);
     std::vector<T> y(x.size()), y2(x.size());
-    Mem dx(x), dw(w), db(b), dy(y), dy2(y2);
+    Mem dx(x);
+    Mem dw(w);
+    Mem db(b);
+    Mem dy(y);
+    Mem dy2(y2);
     looped.launch(Grid(rows), dx(), dw(), db(), dy(), n, n, 1e-5);
     check(dy.fetch(), want, tol, tol);
     one_pass.launch(Grid(rows), dx(), dw(), db(), dy2(), n, n, 1e-5);
@@ -171,7 +181,11 @@ TEST_CASE_TEMPLATE("matmul and matmul+bias+gelu match the reference", T, float, 
     auto bias = test::random_vector<T>(N, 9);
     double tol = std::is_same_v<T, half> ? 1e-2 : std::is_same_v<T, bfloat16> ? 4e-2 : 1e-5;
     std::vector<T> c(std::size_t(M) * N, T(-5.0f)), c2 = c;
-    Mem da(a), dbm(b), dbias(bias), dc(c), dc2(c2);
+    Mem da(a);
+    Mem dbm(b);
+    Mem dbias(bias);
+    Mem dc(c);
+    Mem dc2(c2);
     Grid grid(ceil_div(M, 32), ceil_div(N, 32));
     mm.launch(grid, da(), dbm(), dc(), M, N, K, K, N, N);
     check(dc.fetch(), ref::matmul(a, b, M, N, K), tol, tol);
@@ -216,7 +230,12 @@ TEST_CASE("reductions along each axis, argmax and broadcasts match the reference
     x[6 * C + 3] = x[6 * C + 90] = 99.f;
     std::vector<float> colsum(C), colmax(C), rowmin(R), total(1), spread(R * C);
     std::vector<int32_t> rowarg(R, -1);
-    Mem dx(x), dcs(colsum), dcm(colmax), drm(rowmin), dt(total), ds(spread);
+    Mem dx(x);
+    Mem dcs(colsum);
+    Mem dcm(colmax);
+    Mem drm(rowmin);
+    Mem dt(total);
+    Mem ds(spread);
     Mem dra(rowarg);
     k.launch(Grid(1), dx(), dcs(), dcm(), drm(), dra(), dt(), ds());
     std::vector<double> wcs(C, 0), wcm(C, -1e30), wrm(R, 1e30), wt(1, 0), wsp(R * C);
@@ -253,7 +272,10 @@ TEST_CASE_TEMPLATE("split-K matmul with a bias+gelu epilogue matches the referen
   auto bias = test::random_vector<T>(N, 5);
   std::vector<float> partial(std::size_t(splits) * M * N, -1.f);
   std::vector<T> c(std::size_t(M) * N, T(0.f));
-  Mem da(a), db(b), dbias(bias), dc(c);
+  Mem da(a);
+  Mem db(b);
+  Mem dbias(bias);
+  Mem dc(c);
   Mem dp(partial);
   mm.launch(Grid(ceil_div(M, BM), ceil_div(N, BN), splits), da(), db(), dp(), M, N, K, K, N, kSplit);
   ep.launch(Grid(M, ceil_div(N, 64)), dp(), dbias(), dc(), dc(), M, N, splits);
@@ -272,10 +294,49 @@ TEST_CASE("row argmax finds the first maximum and advances the position") {
   logits[2 * V + 0] = 70.f;                             // first column
   std::vector<int32_t> next(R, -1), pos{5, 6, 7};
   Mem dl(logits);
-  Mem dn(next), dpos(pos);
+  Mem dn(next);
+  Mem dpos(pos);
   k.launch(Grid(R), dl(), dn(), dpos(), V, V, 1);
   CHECK(dn.fetch() == std::vector<int32_t>{999, 10, 0});
   CHECK(dpos.fetch() == std::vector<int32_t>{6, 7, 8});
+}
+
+namespace {
+/// Read-modify-writes of values that every GPU thread holds: tiles of 8 and
+/// 16 elements (fewer than the program's 128 threads) and a scalar. Each
+/// element is to change once per launch, whichever warp runs first. The
+/// increment comes from a reduction over all the warps, so that on the GPU
+/// the loads follow its barriers, as in ArgmaxRows.
+struct AddToSmall {
+  void operator()(Ptr<i32> counts, Ptr<f32> sums, Ptr<i32> total, I32 n) const {
+    auto p = program_id(0);
+    auto one = max(arange<256>()) - 254;
+    auto at = counts + p * 8 + arange<8>();
+    store(at, load(at) + one);
+    auto c = arange<16>();
+    auto s = sums + p * 16 + c;
+    store(s, load(s, c < n, 0.0f) + cast<f32>(c * one), c < n);
+    store(total + p, load(total + p) + n * one);
+  }
+};
+} // namespace
+
+TEST_CASE("read-modify-writes of small tiles and scalars happen once per program") {
+  auto k = compile<AddToSmall>(kCpu);
+  const int P = 6, n = 11, launches = 5;
+  std::vector<int32_t> counts(P * 8, 100), total(P, 7);
+  std::vector<float> sums(P * 16, -1.f);
+  Mem dc(counts);
+  Mem dt(total);
+  Mem ds(sums);
+  for (int i = 0; i < launches; ++i)
+    k.launch(Grid(P), dc(), ds(), dt(), n);
+  std::vector<double> wantSums(sums.size());
+  for (int i = 0; i < P * 16; ++i)
+    wantSums[std::size_t(i)] = i % 16 < n ? -1.0 + launches * (i % 16) : -1.0;
+  CHECK(dc.fetch() == std::vector<int32_t>(P * 8, 100 + launches));
+  check(ds.fetch(), wantSums, 0, 0);
+  CHECK(dt.fetch() == std::vector<int32_t>(P, 7 + launches * n));
 }
 
 namespace {
@@ -333,7 +394,8 @@ TEST_CASE("sampling draws from softmax(logits / T) restricted by top-k and top-p
     CAPTURE(c.topP);
     std::vector<int32_t> next(R, -1), pos(R, 3);
     Mem dl(logits);
-    Mem dn(next), dpos(pos);
+    Mem dn(next);
+    Mem dpos(pos);
     // Row stride 0: every row samples the same logits with its own noise.
     k.launch(Grid(R), dl(), dn(), dpos(), V, 0, 1, c.temp, c.topK, c.topP, 1234);
     checkDraws(dn.fetch(), target(logits, c.temp, c.topK, c.topP));
@@ -342,7 +404,10 @@ TEST_CASE("sampling draws from softmax(logits / T) restricted by top-k and top-p
   // The same seed and positions give the same draws; another seed does not.
   std::vector<int32_t> a(64), b(64), c(64), pos(64, 0);
   Mem dl(logits);
-  Mem da(a), db(b), dc(c), dp(pos);
+  Mem da(a);
+  Mem db(b);
+  Mem dc(c);
+  Mem dp(pos);
   k.launch(Grid(64), dl(), da(), dp(), V, 0, 0, 1.0f, 0, 1.0f, 7);
   k.launch(Grid(64), dl(), db(), dp(), V, 0, 0, 1.0f, 0, 1.0f, 7);
   k.launch(Grid(64), dl(), dc(), dp(), V, 0, 0, 1.0f, 0, 1.0f, 8);
@@ -374,7 +439,12 @@ TEST_CASE_TEMPLATE("decode linear: layernorm, product, bias and gelu in one kern
   auto bias = test::random_vector<T>(N, 25);
   auto wt = transposed(b, K, N);
   std::vector<T> out(std::size_t(4) * N, T(7.f));
-  Mem dx(x), dg(g), dbeta(beta), dwt(wt), dbias(bias), dout(out);
+  Mem dx(x);
+  Mem dg(g);
+  Mem dbeta(beta);
+  Mem dwt(wt);
+  Mem dbias(bias);
+  Mem dout(out);
   k.launch(Grid(ceil_div(N, 8)), dx(), dg(), dbeta(), dwt(), dbias(), dout(), dout(), M, N, 1e-5f);
   auto normed = ref::layernorm(x, g, beta, M, K, 1e-5);
   std::vector<float> nf(normed.begin(), normed.end());
@@ -395,7 +465,10 @@ TEST_CASE_TEMPLATE("decode linear: product, bias and residual in place", T, floa
   auto bias = test::random_vector<T>(N, 33), res = test::random_vector<T>(std::size_t(M) * N, 34);
   auto wt = transposed(b, K, N);
   std::vector<T> io = res;
-  Mem da(a), dwt(wt), dbias(bias), dio(io);
+  Mem da(a);
+  Mem dwt(wt);
+  Mem dbias(bias);
+  Mem dio(io);
   k.launch(Grid(ceil_div(N, 4)), da(), da(), da(), dwt(), dbias(), dio(), dio(), M, N, 0.0f);
   auto want = ref::matmul(a, b, M, N, K);
   for (int m = 0; m < M; ++m)
@@ -418,7 +491,14 @@ TEST_CASE("decode QKV: layernorm, product and bias, with k and v written to the 
   std::vector<float> qkv(std::size_t(M) * N, 0.f), kc(std::size_t(M) * Tmax * C, -1.f),
       vc(kc.size(), -1.f);
   std::vector<int32_t> pos{3, 1};
-  Mem dx(x), dg(g), dbeta(beta), dwt(wt), dbias(bias), dqkv(qkv), dkc(kc), dvc(vc);
+  Mem dx(x);
+  Mem dg(g);
+  Mem dbeta(beta);
+  Mem dwt(wt);
+  Mem dbias(bias);
+  Mem dqkv(qkv);
+  Mem dkc(kc);
+  Mem dvc(vc);
   Mem dpos(pos);
   k.launch(Grid(ceil_div(N, 8)), dx(), dg(), dbeta(), dwt(), dbias(), dqkv(), dpos(), dkc(), dvc(),
            M, N, Tmax, 1e-5f);
@@ -462,7 +542,9 @@ TEST_CASE("atomic_add: the last program of a group sees the stores of the others
   const int G = 5, P = 50;
   for (int rep = 0; rep < 3; ++rep) { // counters are reset for the next launch
     std::vector<int32_t> buf(G * P, -1), counter(G, 0), total(G, -1);
-    Mem dbuf(buf), dcount(counter), dtotal(total);
+    Mem dbuf(buf);
+    Mem dcount(counter);
+    Mem dtotal(total);
     k.launch(Grid(G, P), dbuf(), dcount(), dtotal());
     std::vector<int32_t> want;
     for (int g = 0; g < G; ++g)
@@ -481,8 +563,13 @@ TEST_CASE("decode attention over a split cache matches softmax attention") {
   auto vc = test::random_vector<float>(std::size_t(B) * Tmax * C, 53);
   std::vector<float> part(std::size_t(B) * H * S * (D + 2), 0.f), out(std::size_t(B) * C, 0.f);
   std::vector<int32_t> counter(B * H, 0), pos{37, 99};
-  Mem dqkv(qkv), dkc(kc), dvc(vc), dpart(part), dout(out);
-  Mem dcount(counter), dpos(pos);
+  Mem dqkv(qkv);
+  Mem dkc(kc);
+  Mem dvc(vc);
+  Mem dpart(part);
+  Mem dout(out);
+  Mem dcount(counter);
+  Mem dpos(pos);
   const float scale = 0.25f;
   k.launch(Grid(B, H, S), dqkv(), dkc(), dvc(), dpart(), dcount(), dout(), dpos(), C, Tmax, scale);
   std::vector<double> want(out.size());
@@ -537,7 +624,11 @@ TEST_CASE_TEMPLATE("trans: a @ b^T, a^T, and rows of a product reduced and broad
   auto a = test::random_vector<T>(n * n, 61), b = test::random_vector<T>(n * n, 62);
   std::vector<float> c(n * n, -7.f), centred(n * n, -7.f);
   std::vector<T> at(n * n, T(-7.f));
-  Mem da(a), db(b), dc(c), dat(at), dcentred(centred);
+  Mem da(a);
+  Mem db(b);
+  Mem dc(c);
+  Mem dat(at);
+  Mem dcentred(centred);
   k.launch(Grid(1), da(), db(), dc(), dat(), dcentred());
   std::vector<double> prod(n * n), wantT(n * n), wantC(n * n);
   for (int i = 0; i < n; ++i) {
@@ -578,7 +669,12 @@ TEST_CASE_TEMPLATE("prefill attention matches causal softmax attention", T, floa
         vc[(std::size_t(b) * Tmax + t) * C + c] = qkv[row + 2 * C + c];
       }
   std::vector<T> out(std::size_t(rows) * C, T(-7.f));
-  Mem dqkv(qkv), dkc(kc), dvc(vc), dout(out), dstart(start), dlength(length);
+  Mem dqkv(qkv);
+  Mem dkc(kc);
+  Mem dvc(vc);
+  Mem dout(out);
+  Mem dstart(start);
+  Mem dlength(length);
   const float scale = 0.125f;
   k.launch(Grid(ceil_div(130, 64), H, B), dqkv(), dkc(), dvc(), dout(), dstart(), dlength(), C, Tmax,
            scale);

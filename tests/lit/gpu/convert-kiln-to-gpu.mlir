@@ -46,7 +46,8 @@ func.func @test_distributed(%x: !kiln.ptr<f32>, %n: i32) attributes {kiln.kernel
 
 // -----
 
-// A 1-D reduction to a scalar: per-thread combine, then butterfly shuffles.
+// A 1-D reduction to a scalar: per-thread combine, then butterfly shuffles;
+// every thread holds the sum, and thread 0 alone stores it.
 // CHECK-LABEL: gpu.func @test_reduce
 // CHECK: arith.addf
 // CHECK: gpu.shuffle  xor %{{.*}}, %{{.*}}, %{{.*}} : f32
@@ -55,7 +56,7 @@ func.func @test_distributed(%x: !kiln.ptr<f32>, %n: i32) attributes {kiln.kernel
 // CHECK: gpu.shuffle  xor
 // CHECK: gpu.shuffle  xor
 // CHECK-NOT: gpu.barrier
-// CHECK: llvm.store
+// CHECK: llvm.inline_asm has_side_effects "@$2 st.global.b32 [$0], $1;"
 func.func @test_reduce(%x: !kiln.ptr<f32>) attributes {kiln.kernel} {
   %r = kiln.make_range 0 to 64 : tensor<64xi32>
   %xs = kiln.splat %x : tensor<64x!kiln.ptr<f32>>

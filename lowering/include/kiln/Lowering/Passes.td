@@ -123,7 +123,10 @@ def ConvertKilnToGpu : Pass<"convert-kiln-to-gpu", "mlir::ModuleOp"> {
       addresses and global accesses coalesce;
     * *replicated* (small tiles): every thread holds every element.
 
-    Element-wise ops, loads and stores act on each thread's elements.
+    Element-wise ops, loads and stores act on each thread's elements; an
+    element several threads hold (a scalar, a replicated tile) is stored by
+    the lowest-numbered of them only, so that a read-modify-write of it
+    happens once.
     A vector load is a predicated PTX instruction that runs where its group
     is aligned and unmasked; element loads for the other groups sit behind a
     rarely-taken branch (in line, predicated, past 48 groups in a kernel,

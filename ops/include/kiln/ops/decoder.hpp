@@ -188,7 +188,8 @@ template <class T, int BM_, int BN_, int BK_> struct MatmulSplitK {
     auto lo = s * k_split;
     auto acc = detail::matmul_tile<T, BM, BN, BK>(a, b, M, N, lo, minimum(K, lo + k_split), lda,
                                                   ldb, rm, rn);
-    auto rows = expand_dims<1>(rm), cols = expand_dims<0>(rn);
+    auto rows = expand_dims<1>(rm); // (BM, 1)
+    auto cols = expand_dims<0>(rn); // (1, BN)
     store(partial + (s * M + rows) * N + cols, acc, (rows < M) & (cols < N));
   }
 };

@@ -33,7 +33,8 @@ template <class T, int BM_, int BN_, int BK_> struct Matmul {
     auto rm = program_id(0) * BM + arange<BM>();
     auto rn = program_id(1) * BN + arange<BN>();
     auto acc = detail::matmul_tile<T, BM, BN, BK>(a, b, M, N, 0, K, lda, ldb, rm, rn);
-    auto rows = expand_dims<1>(rm), cols = expand_dims<0>(rn);
+    auto rows = expand_dims<1>(rm); // (BM, 1)
+    auto cols = expand_dims<0>(rn); // (1, BN)
     store(c + rows * ldc + cols, cast<T>(acc), (rows < M) & (cols < N));
   }
 };
@@ -48,7 +49,8 @@ template <class T, int BM_, int BN_, int BK_> struct MatmulBiasGelu {
     auto acc = detail::matmul_tile<T, BM, BN, BK>(a, b, M, N, 0, K, lda, ldb, rm, rn);
     auto bv = cast<f32>(load(bias + rn, rn < N, 0)); // (BN)
     auto out = gelu_tanh(acc + expand_dims<0>(bv));
-    auto rows = expand_dims<1>(rm), cols = expand_dims<0>(rn);
+    auto rows = expand_dims<1>(rm); // (BM, 1)
+    auto cols = expand_dims<0>(rn); // (1, BN)
     store(c + rows * ldc + cols, cast<T>(out), (rows < M) & (cols < N));
   }
 };
@@ -62,7 +64,8 @@ template <class T, int BM_, int BN_, int BK_> struct MatmulBias {
     auto rn = program_id(1) * BN + arange<BN>();
     auto acc = detail::matmul_tile<T, BM, BN, BK>(a, b, M, N, 0, K, lda, ldb, rm, rn);
     auto bv = cast<f32>(load(bias + rn, rn < N, 0));
-    auto rows = expand_dims<1>(rm), cols = expand_dims<0>(rn);
+    auto rows = expand_dims<1>(rm); // (BM, 1)
+    auto cols = expand_dims<0>(rn); // (1, BN)
     store(c + rows * ldc + cols, cast<T>(acc + expand_dims<0>(bv)), (rows < M) & (cols < N));
   }
 };
@@ -77,7 +80,8 @@ template <class T, int BM_, int BN_, int BK_> struct MatmulBiasResidual {
     auto rn = program_id(1) * BN + arange<BN>();
     auto acc = detail::matmul_tile<T, BM, BN, BK>(a, b, M, N, 0, K, lda, ldb, rm, rn);
     auto bv = cast<f32>(load(bias + rn, rn < N, 0));
-    auto rows = expand_dims<1>(rm), cols = expand_dims<0>(rn);
+    auto rows = expand_dims<1>(rm); // (BM, 1)
+    auto cols = expand_dims<0>(rn); // (1, BN)
     auto mask = (rows < M) & (cols < N);
     auto r = cast<f32>(load(res + rows * ldc + cols, mask, 0));
     store(c + rows * ldc + cols, cast<T>(acc + expand_dims<0>(bv) + r), mask);
