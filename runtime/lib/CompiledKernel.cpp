@@ -40,6 +40,15 @@ const std::string &compilerVersion() {
   }();
   return version;
 }
+
+/// Whether a cache hit holds every stage a compilation records, so that
+/// ir() answers for a cached kernel as for a compiled one.
+bool complete(const KernelCache::Entry &hit, std::initializer_list<Stage> stages) {
+  for (Stage s : stages)
+    if (!hit.stages.count(s))
+      return false;
+  return true;
+}
 } // namespace
 
 struct CompiledKernel::Impl {
@@ -122,12 +131,20 @@ CompiledKernel::CompiledKernel(TracedModulePtr traced, const Target &target,
       key = KernelCache::key({"kiln-kernel-v1", compilerVersion(), target.str(),
                               std::to_string(warps), std::to_string(m.options.num_stages),
                               m.options.cuda_path, m.print()});
-      if (auto hit = lookup ? KernelCache::load(key) : std::nullopt; hit && hit->stages.count(Stage::Ptx)) {
-        m.ir = std::move(hit->stages);
-        m.fromCache = true;
-        m.gpu = std::make_unique<GpuExecutable>(m.ir[Stage::Ptx], m.traced->name, warps * 32);
-        m.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-        return;
+      // load() verifies the entry: a damaged one is a miss, and the store
+      // below replaces it.
+      if (auto hit = lookup ? KernelCache::load(key) : std::nullopt; hit) {
+        if (complete(*hit, {Stage::Kiln, Stage::Lowered, Stage::LLVMDialect, Stage::LLVMIR,
+                            Stage::Ptx})) {
+          m.ir = std::move(hit->stages);
+          m.fromCache = true;
+          m.gpu = std::make_unique<GpuExecutable>(m.ir[Stage::Ptx], m.traced->name, warps * 32);
+          m.seconds =
+              std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+          return;
+        }
+        // Intact but unusable; the store keeps an intact entry, so it goes first.
+        KernelCache::discard(key);
       }
     }
     m.runStage("kiln cleanup", buildKilnCleanupPipeline);
@@ -162,16 +179,24 @@ CompiledKernel::CompiledKernel(TracedModulePtr traced, const Target &target,
     key = KernelCache::key({"kiln-cpu-kernel-v1", compilerVersion(), target.str(),
                             CpuExecutable::host(), std::to_string(m.options.opt_level),
                             m.print()});
-    if (auto hit = lookup ? KernelCache::load(key) : std::nullopt; hit && !hit->object.empty()) {
-      try {
-        m.cpu = std::make_unique<CpuExecutable>(hit->object, m.traced->name);
-        m.ir = std::move(hit->stages);
-        m.fromCache = true;
-        m.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-        return;
-      } catch (const Error &) {
-        KernelCache::discard(key); // damaged: compiled again and stored below
+    // As for CUDA: load() verifies the entry, whose object code is linked
+    // into this process.
+    if (auto hit = lookup ? KernelCache::load(key) : std::nullopt; hit) {
+      if (!hit->object.empty() &&
+          complete(*hit, {Stage::Kiln, Stage::Lowered, Stage::LLVMDialect, Stage::LLVMIR})) {
+        try {
+          m.cpu = std::make_unique<CpuExecutable>(hit->object, m.traced->name);
+          m.ir = std::move(hit->stages);
+          m.fromCache = true;
+          m.seconds =
+              std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+          return;
+        } catch (const Error &) {
+        }
       }
+      // Intact but unusable (no object code for this host, or one the JIT
+      // refuses); the store keeps an intact entry, so it goes first.
+      KernelCache::discard(key);
     }
   }
   m.runStage("kiln cleanup", buildKilnCleanupPipeline);
