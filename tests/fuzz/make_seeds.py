@@ -4,6 +4,7 @@ small valid inputs each target should accept, from which libFuzzer mutates.
 
     python3 tests/fuzz/make_seeds.py
 """
+import hashlib
 import json
 import os
 import random
@@ -111,3 +112,29 @@ vocab = dict(byte_tokens)
 vocab.update({"he": 256, "ll": 257, "hell": 258, "hello": 259, "Ġw": 260, "<|endoftext|>": 261})
 merges = "#version: 0.2\nh e\nl l\nhe ll\nhell o\nĠ w\n"
 write("tokenizer_files", "small", json.dumps(vocab, ensure_ascii=False) + "\0" + merges)
+
+# Kernel-cache entries: flag byte (1: the manifest lines are sealed by the
+# target), manifest, then 0x01-separated file names and contents.
+KEY = "0123456789abcdef" * 4
+
+
+def cache_entry(files, seal_in_input):
+    sha = lambda b: hashlib.sha256(b).hexdigest()
+    lines = "kiln-cache-entry 1\nkey %s\n" % KEY
+    for n in sorted(files):
+        lines += "file %s %d %s\n" % (n, len(files[n]), sha(files[n]))
+    if not seal_in_input:
+        lines += "end " + sha(lines.encode()) + "\n"
+    data = bytes([1 if seal_in_input else 0]) + lines.encode()
+    for n in sorted(files):
+        data += b"\x01" + n.encode() + b"\x01" + files[n]
+    return data
+
+
+gpu = {"kiln.txt": b"func.func @k() attributes {kiln.kernel} {\n  return\n}\n",
+       "ptx.txt": b"//\n.version 8.0\n.target sm_90a\n.address_size 64\n"}
+host = {"kiln.txt": b"module {}\n", "lowered.txt": b"module {}\n", "llvm-dialect.txt": b"module {}\n",
+        "llvm.txt": b"; ModuleID = 'k'\n", "host.o": b"\x7fELF\x02\x01\x01" + bytes(57)}
+write("cache_entry", "gpu_sealed", cache_entry(gpu, True))
+write("cache_entry", "gpu_whole", cache_entry(gpu, False))
+write("cache_entry", "host_sealed", cache_entry(host, True))
