@@ -8,6 +8,7 @@
 //===----------------------------------------------------------------------===//
 #include <doctest/doctest.h>
 
+#include "../support/llmc.hpp"
 #include "../support/temp_dir.hpp"
 #include "kiln/gpt2/tokenizer.hpp"
 #include "kiln/gpt2/weights.hpp"
@@ -84,45 +85,7 @@ std::string configJson(const std::string &overrides = "") {
 
 /// An llm.c checkpoint (version 3, fp32) of `w` with header fields `h`.
 std::string llmc(Weights &w, std::vector<int32_t> h, int64_t Vp) {
-  int32_t header[256] = {};
-  for (std::size_t i = 0; i < h.size(); ++i)
-    header[i] = h[i];
-  std::string out(reinterpret_cast<const char *>(header), sizeof header);
-  auto put = [&](const std::vector<float> &v) {
-    out.append(reinterpret_cast<const char *>(v.data()), v.size() * 4);
-  };
-  const int64_t C = w.config.n_embd;
-  std::vector<float> wte = w.wte.data;
-  wte.resize(std::size_t(Vp * C), 0.f);
-  put(wte);
-  put(w.wpe.data);
-  // Per-layer kinds, projections as [out, in] (transposes of ours).
-  auto tr = [](const Tensor &t) {
-    int64_t in = t.shape[0], o = t.shape[1];
-    std::vector<float> r(t.data.size());
-    for (int64_t i = 0; i < in; ++i)
-      for (int64_t j = 0; j < o; ++j)
-        r[std::size_t(j * in + i)] = t.data[std::size_t(i * o + j)];
-    return r;
-  };
-  for (auto get : std::initializer_list<std::function<std::vector<float>(LayerWeights &)>>{
-           [](LayerWeights &l) { return l.ln_1_w.data; },
-           [](LayerWeights &l) { return l.ln_1_b.data; },
-           [&](LayerWeights &l) { return tr(l.c_attn_w); },
-           [](LayerWeights &l) { return l.c_attn_b.data; },
-           [&](LayerWeights &l) { return tr(l.c_proj_w); },
-           [](LayerWeights &l) { return l.c_proj_b.data; },
-           [](LayerWeights &l) { return l.ln_2_w.data; },
-           [](LayerWeights &l) { return l.ln_2_b.data; },
-           [&](LayerWeights &l) { return tr(l.c_fc_w); },
-           [](LayerWeights &l) { return l.c_fc_b.data; },
-           [&](LayerWeights &l) { return tr(l.mlp_proj_w); },
-           [](LayerWeights &l) { return l.mlp_proj_b.data; }})
-    for (auto &l : w.layers)
-      put(get(l));
-  put(w.ln_f_w.data);
-  put(w.ln_f_b.data);
-  return out;
+  return test::llmc_bytes(w, h, Vp, 3);
 }
 
 std::vector<int32_t> llmcHeader(const Config &c, int32_t version = 3, int32_t Vp = 48) {

@@ -7,6 +7,7 @@
 //===----------------------------------------------------------------------===//
 #include <doctest/doctest.h>
 
+#include "../support/llmc.hpp"
 #include "../support/target.hpp"
 #include "../support/temp_dir.hpp"
 #include "kiln/gpt2/model.hpp"
@@ -102,50 +103,9 @@ TEST_CASE("weights round-trip through a HF directory and an llm.c checkpoint") {
   // [out, in], vocab padded.
   auto writeLlmc = [&](const std::string &path, int version) {
     const Config &c = w.config;
-    int C = c.n_embd, Vp = 576;
-    std::ofstream out(path, std::ios::binary);
-    int32_t header[256] = {20240326, version, c.n_ctx, c.vocab_size, c.n_layer, c.n_head, C, Vp};
-    out.write(reinterpret_cast<const char *>(header), sizeof header);
-    auto put = [&](const std::vector<float> &v) {
-      for (float x : v) {
-        if (version == 5) {
-          uint16_t bits = bfloat16(x).bits;
-          out.write(reinterpret_cast<const char *>(&bits), 2);
-        } else {
-          out.write(reinterpret_cast<const char *>(&x), 4);
-        }
-      }
-    };
-    auto tr = [](const Tensor &t) { // [in, out] -> [out, in]
-      int64_t in = t.shape[0], o = t.shape[1];
-      std::vector<float> r(t.data.size());
-      for (int64_t i = 0; i < in; ++i)
-        for (int64_t j = 0; j < o; ++j)
-          r[std::size_t(j * in + i)] = t.data[std::size_t(i * o + j)];
-      return r;
-    };
-    std::vector<float> wte = w.wte.data;
-    wte.resize(std::size_t(Vp) * C, 0.f);
-    put(wte);
-    put(w.wpe.data);
-    auto each = [&](auto get) {
-      for (auto &l : w.layers)
-        put(get(l));
-    };
-    each([](LayerWeights &l) { return l.ln_1_w.data; });
-    each([](LayerWeights &l) { return l.ln_1_b.data; });
-    each([&](LayerWeights &l) { return tr(l.c_attn_w); });
-    each([](LayerWeights &l) { return l.c_attn_b.data; });
-    each([&](LayerWeights &l) { return tr(l.c_proj_w); });
-    each([](LayerWeights &l) { return l.c_proj_b.data; });
-    each([](LayerWeights &l) { return l.ln_2_w.data; });
-    each([](LayerWeights &l) { return l.ln_2_b.data; });
-    each([&](LayerWeights &l) { return tr(l.c_fc_w); });
-    each([](LayerWeights &l) { return l.c_fc_b.data; });
-    each([&](LayerWeights &l) { return tr(l.mlp_proj_w); });
-    each([](LayerWeights &l) { return l.mlp_proj_b.data; });
-    put(w.ln_f_w.data);
-    put(w.ln_f_b.data);
+    std::ofstream(path, std::ios::binary)
+        << test::llmc_bytes(w, {20240326, version, c.n_ctx, c.vocab_size, c.n_layer, c.n_head,
+                                c.n_embd, 576}, 576, version);
   };
   writeLlmc(dir.path + "/model.bin", 3);
   Weights fromLlmc = Weights::from_llmc(dir.path + "/model.bin");
