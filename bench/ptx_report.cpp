@@ -1,0 +1,148 @@
+//===- ptx_report.cpp - registers, spills and shared memory of library kernels ===//
+//
+// Compiles the library's kernels in the configurations the GPT-2 decoder and
+// kiln_bench use, assembles each with `ptxas -v`, and prints one line per
+// kernel: registers, spill stores/loads (bytes), dynamic shared memory and
+// compile time. Comparing two builds' reports shows any register or spill
+// regression of the code generator without a GPU:
+//
+//   kiln-ptx-report --arch sm_90a > after.txt && diff before.txt after.txt
+//
+//===----------------------------------------------------------------------===//
+#include "kiln/kiln.hpp"
+#include "kiln/ops/attention.hpp"
+#include "kiln/ops/decoder.hpp"
+#include "kiln/ops/gemv.hpp"
+#include "kiln/ops/layernorm.hpp"
+#include "kiln/ops/matmul.hpp"
+#include "kiln/ops/softmax.hpp"
+#include "kiln/runtime/tool.hpp"
+
+#include <array>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <regex>
+
+#include <unistd.h>
+
+using namespace kiln;
+
+namespace {
+
+struct Report {
+  std::string arch, ptxas;
+  std::filesystem::path dir;
+
+  /// ptxas -v's numbers for `ptx`: registers, spill stores, spill loads.
+  std::array<long, 3> assemble(const std::string &ptx, const std::string &name) {
+    auto file = dir / (name + ".ptx");
+    std::ofstream(file) << ptx;
+    std::string cmd = ptxas + " -arch=" + arch + " -v " + file.string() + " -o " +
+                      (dir / (name + ".cubin")).string() + " 2>&1";
+    std::string out;
+    if (FILE *p = popen(cmd.c_str(), "r")) {
+      char buf[512];
+      while (fgets(buf, sizeof buf, p))
+        out += buf;
+      if (pclose(p) != 0)
+        throw Error("ptxas failed on " + file.string() + ":\n" + out);
+    }
+    std::smatch m;
+    std::array<long, 3> r{-1, -1, -1};
+    if (std::regex_search(out, m, std::regex("Used (\\d+) registers")))
+      r[0] = std::stol(m[1]);
+    if (std::regex_search(out, m, std::regex("(\\d+) bytes spill stores, (\\d+) bytes spill loads"))) {
+      r[1] = std::stol(m[1]);
+      r[2] = std::stol(m[2]);
+    }
+    return r;
+  }
+
+  template <class K> void add(int warps = 4, int stages = 2) {
+    CompileOptions o;
+    o.num_warps = warps;
+    o.num_stages = stages;
+    o.use_cache = false;
+    auto k = compile<K>(Target::cuda(arch), o);
+    const std::string &ptx = k.ir(Stage::Ptx);
+    std::string name = k.name() + "_w" + std::to_string(warps) + "_s" + std::to_string(stages);
+    auto [regs, stores, loads] = assemble(ptx, name);
+    long smem = 0;
+    if (auto at = ptx.find("kiln_smem_bytes = "); at != std::string::npos)
+      smem = std::stol(ptx.substr(at + 18));
+    std::printf("%-62s %4ld %6ld %6ld %7ld %8.0f\n", name.c_str(), regs, stores, loads, smem,
+                k.compile_seconds() * 1e3);
+    std::fflush(stdout);
+  }
+};
+
+template <class D> void library(Report &r) {
+  using enum ops::DecodeEpilogue;
+  // Memory-bound kernels.
+  r.add<ops::VecAdd<D, 1024>>();
+  r.add<ops::Softmax<D, 1024>>();
+  r.add<ops::Softmax<D, 1024, true>>();
+  r.add<ops::LayerNorm<D, 1024>>();
+  r.add<ops::LayerNorm<D, 1024, true>>();
+  r.add<ops::Embedding<D, 256>>();
+  r.add<ops::KvWrite<D, 256>>();
+  r.add<ops::GatherRows<D, 256>>();
+  r.add<ops::ArgmaxRows<D, 8192>>(8);
+  r.add<ops::SampleRows<D, 1024>>();
+  // Decode products (GPT-2 124M widths, one row and eight).
+  r.add<ops::DecodeQkv<D, 1, 8, 768, 256>>();
+  r.add<ops::DecodeQkv<D, 8, 4, 768, 256>>();
+  r.add<ops::DecodeLinear<D, 1, 4, 768, 256, false, BiasResidual>>();
+  r.add<ops::DecodeLinear<D, 1, 8, 768, 256, true, BiasGelu>>();
+  r.add<ops::DecodeLinear<D, 1, 4, 3072, 256, false, BiasResidual>>();
+  r.add<ops::DecodeLinear<D, 8, 4, 3072, 256, false, BiasResidual>>();
+  r.add<ops::DecodeLinear<D, 1, 8, 768, 256, false, None>>();
+  // Tensor-core products: the decoder's prefill tiles and kiln_bench's.
+  r.add<ops::Matmul<D, 64, 64, 32>>();
+  r.add<ops::Matmul<D, 64, 64, 32>>(4, 3);
+  r.add<ops::Matmul<D, 128, 128, 32>>(8, 3);
+  r.add<ops::Matmul<D, 128, 128, 64>>(8, 3);
+  r.add<ops::Matmul<D, 16, 64, 64>>();
+  r.add<ops::MatmulBias<D, 128, 128, 64>>(8);
+  r.add<ops::MatmulBiasGelu<D, 128, 128, 64>>(8);
+  r.add<ops::MatmulBiasResidual<D, 128, 128, 64>>(8);
+  r.add<ops::MatmulBias<D, 32, 64, 64>>(4, 3);
+  r.add<ops::MatmulBiasGelu<D, 32, 64, 64>>(4, 3);
+  r.add<ops::MatmulBiasResidual<D, 32, 64, 64>>(4, 3);
+  r.add<ops::MatmulBiasGelu<D, 64, 64, 32>>();
+  r.add<ops::MatmulSplitK<D, 16, 64, 64>>();
+  r.add<ops::SplitKEpilogue<D, 1024, ops::Epilogue::BiasGelu>>();
+  // Attention.
+  r.add<ops::AttentionPrefill<D, 64, 64, 64>>();
+  r.add<ops::AttentionPrefill<D, 64, 64, 128>>();
+  r.add<ops::AttentionDecode<D, 64, 64, 64, 32>>();
+}
+
+} // namespace
+
+int main(int argc, char **argv) {
+  return tool::run("kiln-ptx-report", [&] {
+    CLI::App app("Registers, spills and shared memory of kiln's library kernels (ptxas -v)");
+    Report r;
+    r.arch = "sm_90a";
+    std::string dtype = "f16";
+    app.add_option("--arch", r.arch, "CUDA architecture (sm_80, sm_90a, ...)");
+    app.add_option("--dtype", dtype, "element type of the kernels")->check(CLI::IsMember({"f16", "bf16"}));
+    app.add_option("--ptxas", r.ptxas, "ptxas to assemble with (default: /usr/local/cuda/bin/ptxas, then PATH)");
+    if (!tool::parse(app, argc, argv))
+      return 0;
+    if (r.ptxas.empty())
+      r.ptxas = std::filesystem::exists("/usr/local/cuda/bin/ptxas") ? "/usr/local/cuda/bin/ptxas" : "ptxas";
+    r.dir = std::filesystem::temp_directory_path() / ("kiln-ptx-report-" + std::to_string(getpid()));
+    std::filesystem::create_directories(r.dir);
+    std::printf("# %s, %s: kernel_warps_stages, registers, spill stores, spill loads, shared bytes, compile ms\n",
+                r.arch.c_str(), dtype.c_str());
+    if (dtype == "f16")
+      library<f16>(r);
+    else
+      library<bf16>(r);
+    std::filesystem::remove_all(r.dir);
+    return 0;
+  });
+}
