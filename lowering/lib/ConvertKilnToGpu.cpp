@@ -61,6 +61,39 @@ LogicalResult checkResources(func::FuncOp f, int threads) {
   return success();
 }
 
+/// Every tile has the layout the layout passes chose, for this many warps.
+LogicalResult checkLayouts(func::FuncOp f, int warps) {
+  WalkResult walk = f.walk([&](Operation *op) {
+    auto check = [&](Value v) {
+      auto tile = dyn_cast<RankedTensorType>(v.getType());
+      if (!tile)
+        return true;
+      kiln::LayoutAttr layout = kiln::getLayout(tile);
+      if (!layout) {
+        op->emitError("convert-kiln-to-gpu: the tile ")
+            << tile << " has no layout; run kiln-coalesce (and the other layout passes) first";
+        return false;
+      }
+      if (layout.getNumWarps() != warps) {
+        op->emitError("convert-kiln-to-gpu: the layout of ")
+            << tile << " is for " << layout.getNumWarps() << " warps, not " << warps;
+        return false;
+      }
+      return true;
+    };
+    for (Region &region : op->getRegions())
+      for (Block &block : region)
+        for (BlockArgument arg : block.getArguments())
+          if (!check(arg))
+            return WalkResult::interrupt();
+    for (Value r : op->getResults())
+      if (!check(r))
+        return WalkResult::interrupt();
+    return WalkResult::advance();
+  });
+  return failure(walk.wasInterrupted());
+}
+
 struct ConvertKilnToGpuPass : kiln::impl::ConvertKilnToGpuBase<ConvertKilnToGpuPass> {
   using ConvertKilnToGpuBase::ConvertKilnToGpuBase;
   void runOnOperation() override {
@@ -78,7 +111,7 @@ struct ConvertKilnToGpuPass : kiln::impl::ConvertKilnToGpuBase<ConvertKilnToGpuP
       return;
     module->setAttr(gpu::GPUDialect::getContainerModuleAttrName(), UnitAttr::get(ctx));
     for (func::FuncOp f : kernels)
-      if (failed(checkResources(f, numWarps * 32)))
+      if (failed(checkLayouts(f, numWarps)) || failed(checkResources(f, numWarps * 32)))
         return signalPassFailure();
     OpBuilder b(ctx);
     for (func::FuncOp f : kernels) {

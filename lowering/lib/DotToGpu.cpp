@@ -4,8 +4,11 @@
 namespace kiln::gpu_lowering {
 
 LogicalResult Emitter::emitDot(kiln::DotOp dot) {
-  if (std::optional<Mma> m = mmaFor(dot))
+  if (std::optional<Mma> m = mmaOf(dot.getResult()))
     return emitMmaDot(dot, *m);
+  if (!isa<kiln::BlockedLayoutAttr, kiln::ReplicatedLayoutAttr>(kiln::getLayout(dot.getType())))
+    return dot.emitError("convert-kiln-to-gpu: a product without tensor cores needs a #kiln.blocked "
+                         "or #kiln.replicated accumulator");
   auto at = dot.getA().getType(), bt = dot.getB().getType();
   int64_t K = at.getDimSize(1), N = bt.getDimSize(1);
   Type in = at.getElementType();
@@ -34,8 +37,11 @@ LogicalResult Emitter::emitDot(kiln::DotOp dot) {
 }
 
 LogicalResult Emitter::emitTrans(kiln::TransOp t) {
-  if (onlyTensorCoreB(t))
+  if (isa<kiln::SharedLayoutAttr>(kiln::getLayout(t.getType()))) {
+    if (!isa<kiln::SharedLayoutAttr>(kiln::getLayout(t.getSrc().getType())))
+      return t.emitError("convert-kiln-to-gpu: a transposed view in shared memory needs its source there");
     return success(); // the dots read the source's tile transposed
+  }
   Value src = t.getSrc();
   if (isUniform(src)) {
     values[t] = raw(src);
@@ -60,37 +66,43 @@ LogicalResult Emitter::emitTrans(kiln::TransOp t) {
   return success();
 }
 
-Emitter::SmemTile Emitter::operandTile(Value v, int64_t &scratchOffset, bool transposable) {
+Emitter::SmemTile Emitter::operandTile(Value v, int64_t &scratchOffset) {
   if (auto it = smemTiles.find(v); it != smemTiles.end())
     return it->second;
-  if (auto t = v.getDefiningOp<kiln::TransOp>(); t && transposable && onlyTensorCoreB(t)) {
+  auto layout = cast<kiln::SharedLayoutAttr>(kiln::getLayout(v.getType()));
+  if (auto t = v.getDefiningOp<kiln::TransOp>(); t && layout.getTransposed()) {
     SmemTile tile = operandTile(t.getSrc(), scratchOffset);
     tile.transposed = true;
     return tile;
   }
-  auto tile = cast<RankedTensorType>(v.getType());
-  bool swizzle = keepsSwizzled(tile);
+  // A tile converted to shared memory: its source, staged in scratch.
+  auto cvt = v.getDefiningOp<kiln::ConvertLayoutOp>();
+  Value src = cvt ? cvt.getSrc() : v;
+  auto tile = cast<RankedTensorType>(src.getType());
   int64_t base = (scratchOffset + 15) / 16 * 16;
-  scratchOffset = base + spill(v, base, swizzle);
-  return SmemTile{i32(scratchBase + base), tile, swizzle};
+  scratchOffset = base + spill(src, base, layout.getSwizzle());
+  return SmemTile{i32(scratchBase + base), tile, layout.getSwizzle()};
 }
 
 LogicalResult Emitter::emitMmaDot(kiln::DotOp dot, const Mma &m) {
   auto at = dot.getA().getType();
   int64_t K = at.getDimSize(1);
   Type in = at.getElementType();
-  SmallVector<Value> acc = toMma(dot.getAcc(), m);
+  SmallVector<Value> acc = raw(dot.getAcc());
   // Operands from a ring are read in place (the ring's wait synchronised the
   // program); others are staged in scratch first.
   int64_t scratch = 0;
-  // A in an accumulator layout whose warps hold the same whole rows as this
-  // product's (the probabilities of attention): accumulator tiles 2kk and
-  // 2kk + 1 of a 16-row block are the A fragment at k = 16kk, in registers.
-  auto am = mma.find(dot.getA());
-  bool aInRegisters = am != mma.end() && am->second.wn == 1 && m.wn == 1 &&
-                      am->second.wm == m.wm && am->second.M == m.M && raw(dot.getA()).size() > 1;
+  // A in #kiln.dot_operand: an accumulator whose warps hold the same whole
+  // rows as this product's (the probabilities of attention); accumulator
+  // tiles 2kk and 2kk + 1 of a 16-row block are the A fragment at k = 16kk,
+  // in registers.
+  bool aInRegisters = isa<kiln::DotOperandLayoutAttr>(kiln::getLayout(dot.getA().getType()));
+  if (!aInRegisters && !isa<kiln::SharedLayoutAttr>(kiln::getLayout(dot.getA().getType())))
+    return dot.emitError("convert-kiln-to-gpu: a tensor-core A operand is #kiln.dot_operand or #kiln.shared");
+  if (!isa<kiln::SharedLayoutAttr>(kiln::getLayout(dot.getB().getType())))
+    return dot.emitError("convert-kiln-to-gpu: a tensor-core B operand is #kiln.shared");
   SmemTile ta = aInRegisters ? SmemTile{} : operandTile(dot.getA(), scratch);
-  SmemTile tb = operandTile(dot.getB(), scratch, /*transposable=*/true);
+  SmemTile tb = operandTile(dot.getB(), scratch);
   if (scratch > 0) {
     reserveSmem(scratch);
     barrier();
@@ -199,7 +211,7 @@ LogicalResult Emitter::emitMmaDot(kiln::DotOp dot, const Mma &m) {
       SmallVector<Value> aFrag;
       if (aInRegisters) {
         SmallVector<Value> a = raw(dot.getA());
-        int64_t t0 = tm * am->second.tilesN() + k0 / 8;
+        int64_t t0 = tm * (K / 8) + k0 / 8; // the source's 8-column tiles along K
         for (int64_t t : {t0, t0 + 1})
           for (int64_t r : {0, 2})
             aFrag.push_back(operand(pack({a[t * 4 + r], a[t * 4 + r + 1]})));
@@ -230,7 +242,6 @@ LogicalResult Emitter::emitMmaDot(kiln::DotOp dot, const Mma &m) {
   if (acc.size() == 1)
     acc.assign(m.perThread(), acc[0]);
   values[dot] = acc;
-  mma[dot] = m;
   return success();
 }
 

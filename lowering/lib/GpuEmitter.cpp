@@ -70,6 +70,13 @@ LogicalResult Emitter::emitBlock(Block &block) {
 LogicalResult Emitter::emitOp(Operation *op) {
   if (isa<func::ReturnOp, scf::YieldOp>(op))
     return success();
+  // Tiles in shared memory are read by products (and viewed transposed, or
+  // read into registers by a conversion), nothing else.
+  if (!isa<kiln::DotOp, kiln::TransOp, kiln::ConvertLayoutOp>(op))
+    for (Value v : op->getOperands())
+      if (isa_and_nonnull<kiln::SharedLayoutAttr>(kiln::getLayout(v.getType())))
+        return op->emitError("convert-kiln-to-gpu: ")
+               << op->getName() << " cannot read a tile in shared memory (" << v.getType() << ")";
   if (auto c = dyn_cast<arith::ConstantOp>(op))
     return emitConstant(c);
   if (auto forOp = dyn_cast<scf::ForOp>(op))
@@ -104,9 +111,10 @@ LogicalResult Emitter::emitOp(Operation *op) {
     // elements differently (the last dimension can change), so regroup
     // through shared memory when it does.
     Value src = op->getOperand(0), dst = op->getResult(0);
-    if (auto rows = rowsOf.find(src); rows != rowsOf.end() && holdsRows(dst.getType(), rows->second)) {
+    if (rowsOf(src) || rowsOf(dst)) {
+      if (!rowsOf(src) || !rowsOf(dst) || !sameRows(*rowsOf(src), *rowsOf(dst)))
+        return op->emitError("convert-kiln-to-gpu: a row slice changes rows");
       values[dst] = raw(src); // (M) and (M, 1): the same rows
-      rowsOf[dst] = rows->second;
       return success();
     }
     Layout ls = layoutOf(src.getType()), ld = layoutOf(dst.getType());
@@ -156,29 +164,10 @@ LogicalResult Emitter::emitOp(Operation *op) {
     return emitStore(st);
   if (auto at = dyn_cast<kiln::AtomicAddOp>(op))
     return emitAtomicAdd(at);
-  if (auto sel = dyn_cast<kiln::SelectOp>(op)) {
-    OperandLayout common = commonLayout(sel->getOperands(), sel.getType());
-    auto c = common.view(sel.getCondition()), t = common.view(sel.getTrueValue()),
-         f = common.view(sel.getFalseValue());
-    int64_t n = std::max({c.size(), t.size(), f.size()});
-    SmallVector<Value> out;
-    for (int64_t j = 0; j < n; ++j)
-      out.push_back(arith::SelectOp::create(b, loc, pick(c, j), pick(t, j), pick(f, j)));
-    values[sel] = out;
-    common.assign(sel, n);
-    return success();
-  }
-  if (auto cast = dyn_cast<kiln::CastOp>(op)) {
-    OperandLayout common = commonLayout(cast->getOperands(), cast.getType());
-    auto in = common.view(cast.getSrc());
-    Type to = kiln::getElementTypeOrSelf(cast.getType());
-    SmallVector<Value> out;
-    for (Value x : in)
-      out.push_back(kiln::emitCast(b, loc, x, to));
-    values[cast] = out;
-    common.assign(cast, out.size());
-    return success();
-  }
+  if (isa<kiln::SelectOp, kiln::CastOp>(op))
+    return emitElementwise(op);
+  if (auto cvt = dyn_cast<kiln::ConvertLayoutOp>(op))
+    return emitConvertLayout(cvt);
   if (auto red = dyn_cast<kiln::ReduceOp>(op))
     return emitReduce(red);
   if (auto am = dyn_cast<kiln::ArgMaxOp>(op))
@@ -205,17 +194,24 @@ LogicalResult Emitter::emitElementwise(Operation *op) {
     return op->emitError("convert-kiln-to-gpu: expected one result");
   Value result = op->getResult(0);
   Type elemType = kiln::getElementTypeOrSelf(result.getType());
-  // Operands in one layout: the accumulator layout (or a row slice of one)
-  // if any operand has it.
-  OperandLayout common = commonLayout(op->getOperands(), result.getType());
+  // Every operand has the result's layout (the layout passes made it so).
   SmallVector<SmallVector<Value>> operands;
   for (Value v : op->getOperands())
-    operands.push_back(common.view(v));
-  int64_t n = common.perThread();
+    operands.push_back(raw(v));
+  int64_t n = perThreadOf(result.getType());
   if (llvm::all_of(operands, [](auto &vs) { return vs.size() == 1; }))
     n = 1; // uniform operands (splats): one value serves every element
   SmallVector<Value> out;
   for (int64_t j = 0; j < n; ++j) {
+    if (auto sel = dyn_cast<kiln::SelectOp>(op)) {
+      out.push_back(arith::SelectOp::create(b, loc, pick(operands[0], j), pick(operands[1], j),
+                                            pick(operands[2], j)));
+      continue;
+    }
+    if (isa<kiln::CastOp>(op)) {
+      out.push_back(kiln::emitCast(b, loc, pick(operands[0], j), elemType));
+      continue;
+    }
     OperationState state(loc, op->getName());
     for (auto &vs : operands)
       state.addOperands(pick(vs, j));
@@ -224,88 +220,24 @@ LogicalResult Emitter::emitElementwise(Operation *op) {
     out.push_back(b.create(state)->getResult(0));
   }
   values[result] = out;
-  if (!common.assign(result, n)) {
+  if (!mmaOf(result) && !rowsOf(result)) {
     setStride(result, strideThrough(op));
     notePrefix(op);
   }
   return success();
 }
 
-Emitter::Foreseen Emitter::foresee(Value v, DenseMap<Value, Foreseen> &memo, int depth) {
-  if (auto it = mma.find(v); it != mma.end())
-    return {Foreseen::Accumulator, it->second};
-  if (auto it = rowsOf.find(v); it != rowsOf.end())
-    return {Foreseen::Rows, it->second};
-  auto tile = dyn_cast<RankedTensorType>(v.getType());
-  Operation *op = v.getDefiningOp();
-  if (values.count(v) || !tile || !op || depth > 32)
-    return {};
-  if (auto it = memo.find(v); it != memo.end())
-    return it->second;
-  auto compute = [&]() -> Foreseen {
-    if (auto dot = dyn_cast<kiln::DotOp>(op)) {
-      if (std::optional<Mma> m = mmaFor(dot))
-        return {Foreseen::Accumulator, *m};
-      return {};
-    }
-    if (auto red = dyn_cast<kiln::ReduceOp>(op)) {
-      Foreseen f = foresee(red.getSrc(), memo, depth + 1);
-      if (f.kind == Foreseen::Accumulator && red.getSrc().getType().getRank() == 2 && red.getAxis() == 1)
-        return {Foreseen::Rows, f.m};
-      return {};
-    }
-    if (isa<kiln::ExpandDimsOp, kiln::ReshapeOp>(op)) {
-      Foreseen f = foresee(op->getOperand(0), memo, depth + 1);
-      return f.kind == Foreseen::Rows && holdsRows(tile, f.m) ? f : Foreseen{};
-    }
-    if (auto bc = dyn_cast<kiln::BroadcastOp>(op)) {
-      Foreseen f = foresee(bc.getSrc(), memo, depth + 1);
-      if (f.kind == Foreseen::Rows)
-        if (std::optional<Mma> to = acrossRows(f.m, tile))
-          return {Foreseen::Accumulator, *to};
-      return {};
-    }
-    if (!sameShapeElementwise(op, v))
-      return {};
-    // As commonLayout decides: the first accumulator, else the first row slice.
-    Foreseen rows;
-    for (Value operand : op->getOperands()) {
-      if (operand.getType() != kiln::getSameShape(tile, kiln::getElementTypeOrSelf(operand.getType())))
-        continue;
-      Foreseen f = foresee(operand, memo, depth + 1);
-      if (f.kind == Foreseen::Accumulator)
-        return f;
-      if (f.kind == Foreseen::Rows && rows.kind == Foreseen::Default)
-        rows = f;
-    }
-    return rows;
-  };
-  Foreseen f = compute();
-  memo[v] = f;
-  return f;
-}
-
 LogicalResult Emitter::emitFor(scf::ForOp forOp) {
-  SmallVector<Value> inits;
-  // Loop-carried tiles carry every element of their layout, even when the
-  // initial value is uniform (a splat): iterations make them differ. A tile
-  // that the body computes in an accumulator layout (or a row slice of one)
-  // is carried in it, so that it does not go through shared memory twice
-  // per iteration.
+  // Loop-carried tiles carry every element of their layout (the iteration
+  // arguments' types say which), even when the initial value is uniform (a
+  // splat): iterations make them differ.
   auto yield = cast<scf::YieldOp>(forOp.getBody()->getTerminator());
-  SmallVector<OperandLayout> carried;
-  DenseMap<Value, Foreseen> memo;
-  for (auto [i, init] : llvm::enumerate(forOp.getInitArgs())) {
-    OperandLayout layout{this, init.getType(), std::nullopt, std::nullopt};
-    Foreseen f = foresee(yield.getOperand(i), memo, 0);
-    auto tile = dyn_cast<RankedTensorType>(init.getType());
-    if (f.kind == Foreseen::Accumulator && tile && tile.getShape() == ArrayRef<int64_t>{f.m.M, f.m.N})
-      layout.m = f.m;
-    else if (f.kind == Foreseen::Rows && holdsRows(init.getType(), f.m))
-      layout.rows = f.m;
-    carried.push_back(layout);
-    SmallVector<Value> vs = layout.view(init);
-    for (int64_t j = 0; j < layout.perThread(); ++j)
+  SmallVector<int64_t> counts;
+  SmallVector<Value> inits;
+  for (Value init : forOp.getInitArgs()) {
+    counts.push_back(isa<RankedTensorType>(init.getType()) ? perThreadOf(init.getType()) : 1);
+    SmallVector<Value> vs = raw(init);
+    for (int64_t j = 0; j < counts.back(); ++j)
       inits.push_back(pick(vs, j));
   }
   auto loop = scf::ForOp::create(b, loc, get(forOp.getLowerBound())[0],
@@ -314,14 +246,15 @@ LogicalResult Emitter::emitFor(scf::ForOp forOp) {
   if (!body->empty() && body->back().hasTrait<OpTrait::IsTerminator>())
     body->back().erase();
   values[forOp.getInductionVar()] = {loop.getInductionVar()};
-  size_t pos = 0;
-  for (auto [i, arg] : llvm::enumerate(forOp.getRegionIterArgs())) {
-    int64_t count = carried[i].perThread();
-    auto slice = loop.getRegionIterArgs().slice(pos, count);
-    values[arg] = SmallVector<Value>(slice.begin(), slice.end());
-    carried[i].assign(arg, count);
-    pos += count;
-  }
+  auto bind = [&](ValueRange from, ValueRange to) {
+    size_t pos = 0;
+    for (auto [i, v] : llvm::enumerate(from)) {
+      auto slice = to.slice(pos, counts[i]);
+      values[v] = SmallVector<Value>(slice.begin(), slice.end());
+      pos += counts[i];
+    }
+  };
+  bind(forOp.getRegionIterArgs(), loop.getRegionIterArgs());
   {
     OpBuilder::InsertionGuard guard(b);
     b.setInsertionPointToEnd(body);
@@ -329,26 +262,18 @@ LogicalResult Emitter::emitFor(scf::ForOp forOp) {
       return failure();
     SmallVector<Value> yields;
     for (auto [i, v] : llvm::enumerate(yield.getOperands())) {
-      SmallVector<Value> vs = carried[i].view(v);
-      for (int64_t j = 0; j < carried[i].perThread(); ++j)
+      SmallVector<Value> vs = raw(v);
+      for (int64_t j = 0; j < counts[i]; ++j)
         yields.push_back(pick(vs, j));
     }
     scf::YieldOp::create(b, loc, yields);
   }
-  pos = 0;
-  for (auto [i, res] : llvm::enumerate(forOp.getResults())) {
-    int64_t count = carried[i].perThread();
-    auto slice = loop.getResults().slice(pos, count);
-    values[res] = SmallVector<Value>(slice.begin(), slice.end());
-    carried[i].assign(res, count);
-    pos += count;
-  }
+  bind(forOp.getResults(), loop.getResults());
   return success();
 }
 
 SmallVector<Value> Emitter::toRows(Value v, const Mma &m) {
-  auto it = rowsOf.find(v);
-  if (it != rowsOf.end() && sameRows(it->second, m))
+  if (std::optional<Mma> rows = rowsOf(v); rows && sameRows(*rows, m))
     return raw(v);
   if (isUniform(v))
     return raw(v);
@@ -371,6 +296,71 @@ SmallVector<Value> Emitter::toRows(Value v, const Mma &m) {
     out.push_back(loadSmem(0, rowOf(m, i), stored));
   barrier();
   return out;
+}
+
+SmallVector<Value> Emitter::toDefault(Value v, Type to) {
+  auto tile = cast<RankedTensorType>(v.getType());
+  Type stored = storageType(tile.getElementType());
+  reserveSmem(spill(v, 0));
+  barrier();
+  Layout l = layoutOf(to);
+  SmallVector<Value> out;
+  for (int64_t j = 0; j < l.perThread; ++j)
+    out.push_back(loadSmem(0, flatIndex(l, j), stored));
+  barrier();
+  return out;
+}
+
+LogicalResult Emitter::emitConvertLayout(kiln::ConvertLayoutOp op) {
+  Value src = op.getSrc(), dst = op.getResult();
+  Attribute from = kiln::getLayout(src.getType()), to = kiln::getLayout(dst.getType());
+  // A tile for a product to read from shared memory: the product stages it
+  // (see operandTile), in the scratch area it uses for its operands.
+  if (isa<kiln::SharedLayoutAttr>(to))
+    return success();
+  if (isa<kiln::SharedLayoutAttr>(from)) {
+    // A ring buffer read into registers.
+    auto it = smemTiles.find(src);
+    if (it == smemTiles.end() || mmaOf(dst) || rowsOf(dst))
+      return op.emitError("convert-kiln-to-gpu: only ring buffers are read from shared memory into "
+                          "a #kiln.blocked or #kiln.replicated layout");
+    Layout l = layoutOf(dst.getType());
+    Type elemType = storageType(it->second.type.getElementType());
+    auto &out = values[dst];
+    for (int64_t j = 0; j < l.perThread; ++j)
+      out.push_back(LLVM::LoadOp::create(b, loc, elemType,
+                                         tileAddr(it->second, tileIndex(it->second, flatIndex(l, j)))));
+    return success();
+  }
+  if (auto operand = dyn_cast<kiln::DotOperandLayoutAttr>(to)) {
+    // An accumulator whose warps hold whole rows is the A fragment of a
+    // product with the same row split: nothing moves.
+    std::optional<Mma> acc = mmaOf(src);
+    auto parent = cast<kiln::MmaLayoutAttr>(operand.getParent());
+    if (!acc || acc->wn != 1 || acc->wm != parent.getWarpsM())
+      return op.emitError("convert-kiln-to-gpu: an A operand in registers must come from an "
+                          "accumulator with the same warps on rows and one on columns");
+    values[dst] = raw(src);
+    return success();
+  }
+  if (isUniform(src)) {
+    values[dst] = raw(src);
+    return success();
+  }
+  if (std::optional<Mma> m = mmaOf(dst))
+    values[dst] = toMma(src, *m);
+  else if (std::optional<Mma> rows = rowsOf(dst))
+    values[dst] = toRows(src, *rows);
+  else if (mmaOf(src) || rowsOf(src))
+    values[dst] = toDefault(src, dst.getType());
+  else if (layoutOf(src.getType()).perThread == layoutOf(dst.getType()).perThread &&
+           layoutOf(src.getType()).distributed == layoutOf(dst.getType()).distributed &&
+           layoutOf(src.getType()).vec == layoutOf(dst.getType()).vec)
+    values[dst] = raw(src);
+  else
+    return op.emitError("convert-kiln-to-gpu: unsupported conversion from ") << from << " to " << to;
+  inheritAlongLastDim(dst, src);
+  return success();
 }
 
 } // namespace kiln::gpu_lowering

@@ -74,6 +74,8 @@ private:
   // Layouts and small helpers
   //===--------------------------------------------------------------------===//
 
+  /// The elements a thread holds of a tile in #kiln.blocked or
+  /// #kiln.replicated layout (or of a scalar: every thread holds it).
   Layout layoutOf(Type t) const {
     Layout l;
     auto tile = dyn_cast<RankedTensorType>(t);
@@ -82,21 +84,23 @@ private:
       return l;
     }
     l.numel = tile.getNumElements();
-    l.distributed = l.numel % threads == 0;
-    l.perThread = l.distributed ? l.numel / threads : l.numel;
-    l.copies = l.distributed ? 1 : threads;
-    // Groups of up to 8 consecutive elements of one row per thread, so that
-    // global and shared accesses can be 128-bit. A function of the shape only:
-    // tiles of one shape share a layout whatever their dtype.
-    if (l.distributed) {
-      int64_t last = tile.getShape().back();
-      for (int64_t v = 8; v > 1; v /= 2)
-        if (l.perThread % v == 0 && last % v == 0) {
-          l.vec = v;
-          break;
-        }
+    if (auto blocked = dyn_cast_or_null<kiln::BlockedLayoutAttr>(tile.getEncoding())) {
+      l.distributed = true;
+      l.perThread = l.numel / threads;
+      l.vec = blocked.getVec();
+      return l;
     }
+    l.perThread = l.numel;
+    l.copies = threads;
     return l;
+  }
+  /// The elements a thread holds of a tile in any register layout.
+  int64_t perThreadOf(Type t) const {
+    if (std::optional<Mma> m = mmaOf(t))
+      return m->perThread();
+    if (std::optional<Mma> m = rowsOf(t))
+      return rowsPerThread(*m);
+    return layoutOf(t).perThread;
   }
 
   Value i32(int64_t v) { return arith::ConstantOp::create(b, loc, b.getI32IntegerAttr(v)); }
@@ -206,6 +210,8 @@ private:
   /// A distributed tile of exactly one element per thread: its one value is
   /// this thread's element, not a value shared by every element.
   bool oneEach(Type t) const {
+    if (mmaOf(t) || rowsOf(t))
+      return false;
     Layout l = layoutOf(t);
     return l.distributed && l.perThread == 1;
   }
@@ -223,30 +229,8 @@ private:
     assert(it != values.end() && "value emitted before use");
     return it->second;
   }
-  /// The elements of `v` in the default (distributed or replicated) layout,
-  /// converting a tensor-core accumulator or a row slice of one once, through
-  /// shared memory.
-  SmallVector<Value> get(Value v) {
-    if (!mma.count(v) && !rowsOf.count(v))
-      return raw(v);
-    auto cached = defaults.find(v);
-    if (cached != defaults.end())
-      return cached->second;
-    SmallVector<Value> out = raw(v);
-    if (out.size() > 1) {
-      auto tile = cast<RankedTensorType>(v.getType());
-      Type stored = storageType(tile.getElementType());
-      reserveSmem(spill(v, 0));
-      barrier();
-      Layout l = layoutOf(tile);
-      out.clear();
-      for (int64_t j = 0; j < l.perThread; ++j)
-        out.push_back(loadSmem(0, flatIndex(l, j), stored));
-      barrier();
-    }
-    defaults[v] = out;
-    return out;
-  }
+  /// The elements of `v`, in the layout its type says.
+  SmallVector<Value> get(Value v) { return raw(v); }
   Value elem(Value v, int64_t j) {
     auto vs = get(v);
     return vs.size() == 1 ? vs[0] : vs[j];
@@ -266,74 +250,15 @@ private:
     int64_t perThread() const { return tilesM() * tilesN() * 4; }
     bool operator==(const Mma &o) const { return M == o.M && N == o.N && wm == o.wm && wn == o.wn; }
   };
-  DenseMap<Value, Mma> mma;
-  DenseMap<Value, SmallVector<Value>> defaults;
-
-  /// Element-wise ops (including kiln.select and kiln.cast) of one shape.
-  static bool sameShapeElementwise(Operation *op, Value v) {
-    bool elementwise = isa<kiln::SelectOp, kiln::CastOp>(op) ||
-                       (isa<arith::ArithDialect, math::MathDialect>(op->getDialect()) &&
-                        op->getNumResults() == 1);
-    return elementwise && isa<RankedTensorType>(op->getResult(0).getType()) &&
-           cast<RankedTensorType>(op->getResult(0).getType()).getShape() ==
-               cast<RankedTensorType>(v.getType()).getShape();
-  }
-  /// Whether element-wise uses of `v` reach a reduction along its rows.
-  static bool rowsReduced(Value v, int depth) {
-    if (depth > 8)
-      return false;
-    for (Operation *user : v.getUsers()) {
-      if (auto red = dyn_cast<kiln::ReduceOp>(user); red && red.getAxis() == 1)
-        return true;
-      if (sameShapeElementwise(user, v) && rowsReduced(user->getResult(0), depth + 1))
-        return true;
-    }
-    return false;
-  }
-  /// Whether `v` is computed element-wise from a kiln.dot's result.
-  static bool fromProduct(Value v, int depth) {
-    Operation *op = v.getDefiningOp();
-    if (!op || depth > 8)
-      return false;
-    if (isa<kiln::DotOp>(op))
-      return true;
-    if (!sameShapeElementwise(op, v))
-      return false;
-    return llvm::any_of(op->getOperands(), [&](Value x) {
-      auto t = dyn_cast<RankedTensorType>(x.getType());
-      return t && t.getShape() == cast<RankedTensorType>(v.getType()).getShape() && fromProduct(x, depth + 1);
-    });
-  }
-
-  /// The tensor-core layout `dot` uses for its result, if it can use one.
-  std::optional<Mma> mmaFor(kiln::DotOp dot) const {
-    auto a = dot.getA().getType();
-    Type in = a.getElementType();
-    if (!in.isF16() && !in.isBF16())
+  /// The accumulator layout of a #kiln.mma tile.
+  static std::optional<Mma> mmaOf(Type t) {
+    auto tile = dyn_cast<RankedTensorType>(t);
+    auto mma = tile ? dyn_cast_or_null<kiln::MmaLayoutAttr>(tile.getEncoding()) : kiln::MmaLayoutAttr();
+    if (!mma)
       return std::nullopt;
-    int64_t M = a.getDimSize(0), K = a.getDimSize(1), N = dot.getB().getType().getDimSize(1);
-    if (K % 16 != 0)
-      return std::nullopt;
-    int warps = threads / 32;
-    // Products whose rows are reduced (attention scores) or that multiply
-    // such rows (the probabilities times V) split the rows over the warps
-    // only: each warp holds whole rows, reduces them with shuffles, and
-    // feeds them to the next product from its registers.
-    if (M % (16 * warps) == 0 && N % 8 == 0 && (rowsReduced(dot.getResult(), 0) || fromProduct(dot.getA(), 0)))
-      return Mma{M, N, warps, 1};
-    std::optional<Mma> best;
-    for (int wm = 1; wm <= warps; wm *= 2) {
-      int wn = warps / wm;
-      if (M % (16 * wm) != 0 || N % (8 * wn) != 0)
-        continue;
-      Mma m{M, N, wm, wn};
-      // Prefer square warp regions: fewer fragment loads per mma.
-      auto cost = [](const Mma &x) { return std::abs(x.M / x.wm - x.N / x.wn); };
-      if (!best || cost(m) < cost(*best))
-        best = m;
-    }
-    return best;
+    return Mma{tile.getDimSize(0), tile.getDimSize(1), mma.getWarpsM(), mma.getWarpsN()};
   }
+  static std::optional<Mma> mmaOf(Value v) { return mmaOf(v.getType()); }
 
   /// (row, column) of this thread's j-th accumulator element.
   std::pair<Value, Value> mmaRowCol(const Mma &m, int64_t j) {
@@ -363,7 +288,16 @@ private:
   /// them: a thread holds the 2 * tilesM() rows its accumulator elements lie
   /// in, so that broadcasting back along the row moves nothing. The four
   /// lanes of a quad and the wn warps of a warp row hold the same values.
-  DenseMap<Value, Mma> rowsOf;
+  /// The accumulator rows of a #kiln.slice<dim = 1> tile (N is unused).
+  static std::optional<Mma> rowsOf(Type t) {
+    auto tile = dyn_cast<RankedTensorType>(t);
+    auto slice = tile ? dyn_cast_or_null<kiln::SliceLayoutAttr>(tile.getEncoding()) : kiln::SliceLayoutAttr();
+    if (!slice)
+      return std::nullopt;
+    auto mma = cast<kiln::MmaLayoutAttr>(slice.getParent());
+    return Mma{tile.getDimSize(0), 0, mma.getWarpsM(), mma.getWarpsN()};
+  }
+  static std::optional<Mma> rowsOf(Value v) { return rowsOf(v.getType()); }
   static int64_t rowsPerThread(const Mma &m) { return m.tilesM() * 2; }
   /// The slot of the row slice that accumulator element j lies in.
   static int64_t rowSlot(const Mma &m, int64_t j) {
@@ -391,24 +325,6 @@ private:
   /// `v`, of M elements along its first dimension, as a row slice of `m`
   /// (recomputed for index arithmetic, otherwise through shared memory).
   SmallVector<Value> toRows(Value v, const Mma &m);
-  /// The layout in `layouts` (accumulators or row slices) of the first of
-  /// `operands` that has the result's shape and one.
-  static std::optional<Mma> firstIn(const DenseMap<Value, Mma> &layouts, ValueRange operands,
-                                    Type result) {
-    for (Value v : operands) {
-      auto it = layouts.find(v);
-      if (it != layouts.end() && v.getType() == kiln::getSameShape(result, kiln::getElementTypeOrSelf(v.getType())))
-        return it->second;
-    }
-    return std::nullopt;
-  }
-  /// The accumulator layout of (M, N) tile `t` whose rows are those of row
-  /// slice `rows`, if N splits over its warp columns.
-  static std::optional<Mma> acrossRows(const Mma &rows, RankedTensorType t) {
-    if (t.getRank() != 2 || t.getDimSize(0) != rows.M || t.getDimSize(1) % (8 * rows.wn) != 0)
-      return std::nullopt;
-    return Mma{rows.M, t.getDimSize(1), rows.wm, rows.wn};
-  }
   /// Accumulator layout `to` of a broadcast along the rows of row slice `in`.
   SmallVector<Value> broadcastRows(ArrayRef<Value> in, const Mma &to) {
     SmallVector<Value> out;
@@ -417,64 +333,12 @@ private:
     return out;
   }
 
-  /// The layout a value will have, looked up or foreseen from how it is
-  /// computed (for loop-carried values, before the loop body is emitted).
-  struct Foreseen {
-    enum Kind { Default, Accumulator, Rows } kind = Default;
-    Mma m{};
-  };
-  Foreseen foresee(Value v, DenseMap<Value, Foreseen> &memo, int depth);
-  /// Whether `t` is M elements along its first dimension, as m's row slices are.
-  static bool holdsRows(Type t, const Mma &m) {
-    auto tile = dyn_cast<RankedTensorType>(t);
-    return tile && tile.getDimSize(0) == m.M && tile.getNumElements() == m.M;
-  }
-
-  /// The layout an op's operands are brought into: an accumulator layout, a
-  /// row slice of one, or the default layout of the result.
-  struct OperandLayout {
-    Emitter *e;
-    Type result;
-    std::optional<Mma> m, rows;
-    SmallVector<Value> view(Value v) {
-      return m ? e->toMma(v, *m) : rows ? e->toRows(v, *rows) : e->get(v);
-    }
-    int64_t perThread() const {
-      return m ? m->perThread() : rows ? rowsPerThread(*rows) : e->layoutOf(result).perThread;
-    }
-    /// Records the layout of `v`, which holds `n` values in it, unless it is
-    /// the default or `v` is uniform; returns whether it did.
-    bool assign(Value v, int64_t n) {
-      if (n <= 1 || (!m && !rows))
-        return false;
-      if (m)
-        e->mma[v] = *m;
-      else
-        e->rowsOf[v] = *rows;
-      return true;
-    }
-  };
-  OperandLayout commonLayout(ValueRange operands, Type result) {
-    OperandLayout l{this, result, std::nullopt, std::nullopt};
-    l.m = firstIn(mma, operands, result);
-    if (!l.m)
-      l.rows = firstIn(rowsOf, operands, result);
-    return l;
-  }
-
   /// The elements of `v` in accumulator layout `m` (through shared memory
   /// unless `v` is uniform or already there).
   SmallVector<Value> toMma(Value v, const Mma &m) {
-    auto it = mma.find(v);
-    if (it != mma.end() && it->second == m)
+    if (mmaOf(v) == m)
       return raw(v);
     auto bc = v.getDefiningOp<kiln::BroadcastOp>();
-    if (bc) {
-      // A row slice broadcast along its rows moves nothing.
-      auto rows = rowsOf.find(bc.getSrc());
-      if (rows != rowsOf.end() && sameRows(rows->second, m))
-        return broadcastRows(raw(bc.getSrc()), m);
-    }
     SmallVector<Value> in = get(v);
     if (in.size() == 1)
       return in;
@@ -660,9 +524,9 @@ private:
       return arith::AddIOp::create(b, loc, arith::MulIOp::create(b, loc, row, i32(cols)), col);
     };
     SmallVector<Value> own = raw(v);
-    if (auto it = mma.find(v); it != mma.end() && own.size() > 1) {
+    if (std::optional<Mma> acc = mmaOf(v); acc && own.size() > 1) {
       // Columns 2c and 2c + 1 of a row are one thread's: one store each pair.
-      const Mma &m = it->second;
+      const Mma &m = *acc;
       bool pairs = stored.getIntOrFloatBitWidth() >= 8;
       for (int64_t j = 0; j < m.perThread(); j += 2) {
         auto [row, col] = mmaRowCol(m, j);
@@ -677,8 +541,8 @@ private:
       }
       return bytes;
     }
-    if (auto it = rowsOf.find(v); it != rowsOf.end()) {
-      const Mma &m = it->second;
+    if (std::optional<Mma> rows = rowsOf(v); rows && own.size() > 1) {
+      const Mma &m = *rows;
       onlyIf(ownsRows(m), [&] {
         for (int64_t i = 0; i < rowsPerThread(m); ++i)
           storeSmem(base, rowOf(m, i), own[i]);
@@ -819,19 +683,19 @@ private:
   void allocateRings(func::FuncOp src);
   LogicalResult emitAsyncCopy(kiln::AsyncCopyOp cp);
   LogicalResult emitLocalLoad(kiln::LocalLoadOp ll);
-  /// `v` in shared memory: in place for a kiln.local_load result, otherwise
-  /// spilled to scratch at `scratchOffset` (advanced past it). With
-  /// `transposable`, a kiln.trans result is its source's tile, transposed.
-  SmemTile operandTile(Value v, int64_t &scratchOffset, bool transposable = false);
-  /// Whether every use of `v` is as the B operand of a tensor-core dot,
-  /// which reads a kiln.trans source in place.
-  bool onlyTensorCoreB(Value v) {
-    return !v.use_empty() && llvm::all_of(v.getUses(), [&](OpOperand &use) {
-      auto dot = dyn_cast<kiln::DotOp>(use.getOwner());
-      return dot && use.getOperandNumber() == 1 && mmaFor(dot);
-    });
-  }
-  /// kiln.trans: through shared memory, unless only tensor-core dots read it.
+  /// A #kiln.shared operand of a product: in place for a kiln.local_load
+  /// result, its source's tile for a kiln.trans (transposed), otherwise the
+  /// source of its conversion staged in scratch at `scratchOffset` (advanced
+  /// past it).
+  SmemTile operandTile(Value v, int64_t &scratchOffset);
+  /// kiln.convert_layout: moves the elements between threads (see toMma,
+  /// toRows, toDefault) or, for compatible layouts, nothing.
+  LogicalResult emitConvertLayout(kiln::ConvertLayoutOp op);
+  /// `v` (an accumulator or row slice) in the #kiln.blocked / replicated
+  /// layout of `to`, through shared memory.
+  SmallVector<Value> toDefault(Value v, Type to);
+  /// kiln.trans: through shared memory, unless the result is a #kiln.shared
+  /// view that tensor-core dots read.
   LogicalResult emitTrans(kiln::TransOp t);
 
   /// dot on tensor cores: A and B are staged in shared memory (row-major),

@@ -331,7 +331,7 @@ LogicalResult Emitter::emitAsyncCopy(kiln::AsyncCopyOp cp) {
   SmemTile dst{arith::AddIOp::create(b, loc, i32(ring.offset),
                                      arith::MulIOp::create(b, loc, stage, i32(ring.stride))),
                tile, keepsSwizzled(tile)};
-  Layout l = layoutOf(tile);
+  Layout l = layoutOf(cp.getPtr().getType());
   SmallVector<Value> ptrs = get(cp.getPtr());
   SmallVector<Value> masks = cp.getMask() ? get(cp.getMask()) : SmallVector<Value>{};
   SmallVector<Value> fills = cp.getOther() ? get(cp.getOther()) : SmallVector<Value>{};
@@ -378,15 +378,9 @@ LogicalResult Emitter::emitLocalLoad(kiln::LocalLoadOp ll) {
                                    arith::MulIOp::create(b, loc, stage, i32(ring.stride))),
              tile, keepsSwizzled(tile)};
   smemTiles[ll] = t;
-  // Tensor-core dots read the buffer in place; anything else gets the tile
-  // in registers.
-  bool inPlace = llvm::all_of(ll->getUsers(), [&](Operation *user) {
-    if (auto t = dyn_cast<kiln::TransOp>(user))
-      return onlyTensorCoreB(t);
-    auto dot = dyn_cast<kiln::DotOp>(user);
-    return dot && mmaFor(dot) && dot.getAcc() != ll.getResult();
-  });
-  if (inPlace)
+  // A #kiln.shared result is read in place by the products; otherwise the
+  // tile is read into registers.
+  if (isa<kiln::SharedLayoutAttr>(kiln::getLayout(tile)))
     return success();
   Layout l = layoutOf(tile);
   Type elemType = storageType(tile.getElementType());

@@ -10,13 +10,19 @@ LogicalResult Emitter::emitBroadcast(kiln::BroadcastOp bc) {
     strides[bc] = 0;
   else
     inheritAlongLastDim(bc, bc.getSrc());
-  if (auto rows = rowsOf.find(bc.getSrc()); rows != rowsOf.end())
-    if (std::optional<Mma> to = acrossRows(rows->second, dst)) {
-      // Along the rows of a row slice: the accumulator layout, nothing moves.
-      values[bc] = broadcastRows(raw(bc.getSrc()), *to);
-      mma[bc] = *to;
+  if (std::optional<Mma> to = mmaOf(bc.getResult())) {
+    // Along the rows of a row slice: the accumulator layout, nothing moves.
+    std::optional<Mma> rows = rowsOf(bc.getSrc());
+    if (isUniform(bc.getSrc())) {
+      values[bc] = raw(bc.getSrc());
       return success();
     }
+    if (!rows || !sameRows(*rows, *to))
+      return bc.emitError("convert-kiln-to-gpu: a broadcast into an accumulator layout needs a row "
+                          "slice of it");
+    values[bc] = broadcastRows(raw(bc.getSrc()), *to);
+    return success();
+  }
   Layout ls = layoutOf(src), ld = layoutOf(dst);
   SmallVector<Value> in = get(bc.getSrc());
   if (isUniform(bc.getSrc())) { // e.g. a splat: nothing moves
@@ -76,7 +82,7 @@ bool Emitter::canRematerialize(Value v, int depth) {
   if (it != values.end() && isUniform(v))
     return true;
   Operation *op = v.getDefiningOp();
-  if (!op || mma.count(v))
+  if (!op || mmaOf(v) || rowsOf(v))
     return false;
   if (isa<kiln::MakeRangeOp>(op))
     return true;
@@ -141,11 +147,11 @@ Value Emitter::rematerialize(Value v, ArrayRef<Value> idx) {
 std::optional<SmallVector<Value>> Emitter::reduceRows(kiln::ReduceOp red) {
   auto src = red.getSrc().getType();
   Type elemType = src.getElementType();
-  auto it = mma.find(red.getSrc());
-  if (it == mma.end() || src.getRank() != 2 || red.getAxis() != 1 || isUniform(red.getSrc()) ||
+  std::optional<Mma> layout = mmaOf(red.getSrc());
+  if (!layout || src.getRank() != 2 || red.getAxis() != 1 || isUniform(red.getSrc()) ||
       !(elemType.isF32() || elemType.isF16() || elemType.isBF16() || elemType.isInteger(32)))
     return std::nullopt;
-  const Mma m = it->second;
+  const Mma m = *layout;
   bool narrowFloat = elemType.isF16() || elemType.isBF16();
   Type acc = narrowFloat ? b.getF32Type() : elemType;
   auto widen = [&](Value v) { return narrowFloat ? Value(arith::ExtFOp::create(b, loc, acc, v)) : v; };
@@ -188,7 +194,6 @@ std::optional<SmallVector<Value>> Emitter::reduceRows(kiln::ReduceOp red) {
   if (narrowFloat)
     for (Value &x : out)
       x = arith::TruncFOp::create(b, loc, elemType, x);
-  rowsOf[red] = m;
   return out;
 }
 
@@ -197,6 +202,9 @@ LogicalResult Emitter::emitReduce(kiln::ReduceOp red) {
     values[red] = std::move(*rows);
     return success();
   }
+  if (mmaOf(red.getSrc()) || rowsOf(red.getResult()))
+    return red.emitError("convert-kiln-to-gpu: only reductions along the rows of an accumulator "
+                         "(f32, f16, bf16, i32) leave a row slice of it");
   auto src = red.getSrc().getType();
   Type elemType = src.getElementType();
   Layout ls = layoutOf(src);
@@ -230,7 +238,7 @@ LogicalResult Emitter::emitReduce(kiln::ReduceOp red) {
     return success();
   }
   Layout ld = layoutOf(red.getType());
-  if (!ls.distributed && !ld.distributed && !isUniform(red.getSrc()) && !mma.count(red.getSrc())) {
+  if (!ls.distributed && !ld.distributed && !isUniform(red.getSrc())) {
     // Every thread holds every element: reduce in registers, no exchange.
     SmallVector<Value> in = get(red.getSrc());
     ArrayRef<int64_t> shape = src.getShape();
@@ -277,7 +285,7 @@ std::optional<SmallVector<Value>> Emitter::reduceAxisInParallel(kiln::ReduceOp r
   Layout ls = layoutOf(src);
   bool narrowFloat = elemType.isF16() || elemType.isBF16();
   if (!(elemType.isF32() || elemType.isInteger(32) || narrowFloat) || !ls.distributed ||
-      isUniform(red.getSrc()) || mma.count(red.getSrc()) || rank < 2 ||
+      isUniform(red.getSrc()) || rank < 2 ||
       !(axis == rank - 1 || (rank == 2 && axis == 0)))
     return std::nullopt;
   // Thread t holds groups q = g * T + t (g = 0 .. perThread / vec - 1) of
@@ -465,7 +473,7 @@ LogicalResult Emitter::emitArgMax(kiln::ArgMaxOp am) {
     values[am] = {at};
     return success();
   }
-  if (src.getRank() == 1 && !ls.distributed && !isUniform(am.getSrc()) && !mma.count(am.getSrc())) {
+  if (src.getRank() == 1 && !ls.distributed && !isUniform(am.getSrc())) {
     // Every thread holds every element: scan in registers (the first maximum wins).
     SmallVector<Value> in = get(am.getSrc());
     Value best = in[0], at = i32(0);

@@ -14,10 +14,35 @@ using namespace kiln;
 #define GET_TYPEDEF_CLASSES
 #include "kiln/Dialect/KilnTypes.cpp.inc"
 
+#include "kiln/Dialect/KilnAttrInterfaces.cpp.inc"
+
 #define GET_ATTRDEF_CLASSES
 #include "kiln/Dialect/KilnAttrs.cpp.inc"
 
+namespace {
+/// Short names for layouts in printed IR (`#mma`, `#blocked1`, ...), as the
+/// types that carry them are long.
+struct KilnOpAsmInterface : public OpAsmDialectInterface {
+  using OpAsmDialectInterface::OpAsmDialectInterface;
+  AliasResult getAlias(Attribute attr, raw_ostream &os) const override {
+    StringRef name = llvm::TypeSwitch<Attribute, StringRef>(attr)
+                         .Case<BlockedLayoutAttr>([](auto) { return "blocked"; })
+                         .Case<ReplicatedLayoutAttr>([](auto) { return "replicated"; })
+                         .Case<MmaLayoutAttr>([](auto) { return "mma"; })
+                         .Case<SliceLayoutAttr>([](auto) { return "slice"; })
+                         .Case<DotOperandLayoutAttr>([](auto) { return "dot_op"; })
+                         .Case<SharedLayoutAttr>([](auto) { return "shared"; })
+                         .Default([](Attribute) { return ""; });
+    if (name.empty())
+      return AliasResult::NoAlias;
+    os << name;
+    return AliasResult::FinalAlias;
+  }
+};
+} // namespace
+
 void KilnDialect::initialize() {
+  addInterfaces<KilnOpAsmInterface>();
   addTypes<
 #define GET_TYPEDEF_LIST
 #include "kiln/Dialect/KilnTypes.cpp.inc"
@@ -84,8 +109,19 @@ Type kiln::getElementTypeOrSelf(Type t) {
 
 Type kiln::getSameShape(Type like, Type elem) {
   if (auto tile = dyn_cast<RankedTensorType>(like))
-    return RankedTensorType::get(tile.getShape(), elem);
+    return RankedTensorType::get(tile.getShape(), elem, tile.getEncoding());
   return elem;
+}
+
+LayoutAttr kiln::getLayout(Type t) {
+  auto tile = dyn_cast<RankedTensorType>(t);
+  return tile ? dyn_cast_or_null<LayoutAttr>(tile.getEncoding()) : LayoutAttr();
+}
+
+Type kiln::withLayout(Type t, Attribute layout) {
+  if (auto tile = dyn_cast<RankedTensorType>(t))
+    return RankedTensorType::get(tile.getShape(), tile.getElementType(), layout);
+  return t;
 }
 
 Type kiln::getPointeeType(Type ptrLike) {

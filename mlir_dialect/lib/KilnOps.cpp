@@ -39,6 +39,14 @@ ArrayRef<int64_t> shapeOf(Type t) {
     return tile.getShape();
   return {};
 }
+/// The same scalar type, or tiles of one shape and element type whatever
+/// their layouts.
+bool sameIgnoringLayout(Type a, Type b) {
+  auto ta = dyn_cast<RankedTensorType>(a), tb = dyn_cast<RankedTensorType>(b);
+  if (!ta || !tb)
+    return a == b;
+  return ta.getShape() == tb.getShape() && ta.getElementType() == tb.getElementType();
+}
 } // namespace
 
 //===----------------------------------------------------------------------===//
@@ -111,7 +119,7 @@ LogicalResult ExpandDimsOp::verify() {
   SmallVector<int64_t> expected(src.getShape());
   expected.insert(expected.begin() + axis, 1);
   auto want = RankedTensorType::get(expected, src.getElementType());
-  if (want != dst)
+  if (!sameIgnoringLayout(want, dst))
     return emitOpError("result type ") << dst << " != expected " << want;
   return success();
 }
@@ -204,7 +212,7 @@ LogicalResult LoadOp::verify() {
 
 LogicalResult AsyncCopyOp::verify() {
   auto ring = cast<SharedType>(getRing().getType());
-  if (getPointeeType(getPtr().getType()) != ring.getTileType())
+  if (!sameIgnoringLayout(getPointeeType(getPtr().getType()), ring.getTileType()))
     return emitOpError("copies ") << getPointeeType(getPtr().getType())
                                   << " into a ring of " << ring.getTileType();
   return success();
@@ -243,7 +251,7 @@ static LogicalResult verifyReduction(Operation *op, RankedTensorType src, int64_
   SmallVector<int64_t> shape(src.getShape());
   shape.erase(shape.begin() + axis);
   Type want = shape.empty() ? resultElem : Type(RankedTensorType::get(shape, resultElem));
-  if (want != result)
+  if (!sameIgnoringLayout(want, result))
     return op->emitOpError("result type ") << result << " != expected " << want;
   return success();
 }
@@ -274,4 +282,54 @@ OpFoldResult CastOp::fold(FoldAdaptor) {
   if (getSrc().getType() == getType())
     return getSrc();
   return {};
+}
+
+LogicalResult LocalLoadOp::verify() {
+  auto ring = cast<SharedType>(getRing().getType());
+  if (!sameIgnoringLayout(getType(), ring.getTileType()))
+    return emitOpError("reads ") << getType() << " from a ring of " << ring.getTileType();
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// ConvertLayoutOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult ConvertLayoutOp::verify() {
+  if (!getLayout(getSrc().getType()) || !getLayout(getType()))
+    return emitOpError("converts between GPU layouts: both types need a layout encoding, got ")
+           << getSrc().getType() << " -> " << getType();
+  return success();
+}
+
+OpFoldResult ConvertLayoutOp::fold(FoldAdaptor) {
+  if (getSrc().getType() == getType())
+    return getSrc();
+  // convert(convert(x)) back to x's layout is x.
+  if (auto inner = getSrc().getDefiningOp<ConvertLayoutOp>(); inner && inner.getSrc().getType() == getType())
+    return inner.getSrc();
+  return {};
+}
+
+LogicalResult ConvertLayoutOp::canonicalize(ConvertLayoutOp op, PatternRewriter &rewriter) {
+  Operation *def = op.getSrc().getDefiningOp();
+  if (!def)
+    return failure();
+  // convert(convert(x)) is one conversion from x.
+  if (auto inner = dyn_cast<ConvertLayoutOp>(def)) {
+    rewriter.replaceOpWithNewOp<ConvertLayoutOp>(op, op.getType(), inner.getSrc());
+    return success();
+  }
+  // A splat is made in whatever layout its user wants.
+  if (auto splat = dyn_cast<SplatOp>(def)) {
+    rewriter.replaceOpWithNewOp<SplatOp>(op, op.getType(), splat.getSrc());
+    return success();
+  }
+  DenseElementsAttr dense;
+  if (matchPattern(def, m_Constant(&dense)) && dense.isSplat()) {
+    rewriter.replaceOpWithNewOp<arith::ConstantOp>(op, op.getType(),
+                                                   dense.reshape(cast<ShapedType>(op.getType())));
+    return success();
+  }
+  return failure();
 }

@@ -191,3 +191,76 @@ func.func @test_not_zero_extent_operand(%t: tensor<0x64xf32>) {
   %0 = kiln.reduce sum %t axis 0 : tensor<0x64xf32> -> tensor<64xf32>
   return
 }
+
+// -----
+
+// A blocked layout must divide the tile among the threads in whole groups.
+// expected-error @+1 {{#kiln.blocked<vec = 8, warps = 4> needs a tile of a multiple of 1024 elements whose last dimension is a multiple of 8}}
+func.func @test_not_blocked_fit(%t: tensor<16x16xf32, #kiln.blocked<vec = 8, warps = 4>>) {
+  return
+}
+
+// -----
+
+// expected-error @+1 {{#kiln.blocked: vec must be a power of two in [1, 16], got 3}}
+func.func @test_not_blocked_vec(%t: tensor<1024xf32, #kiln.blocked<vec = 3, warps = 4>>) {
+  return
+}
+
+// -----
+
+// expected-error @+1 {{#kiln.mma<warpsM = 2, warpsN = 2> needs an (M, N) tile with M a multiple of 32 and N a multiple of 16}}
+func.func @test_not_mma_fit(%t: tensor<16x64xf32, #kiln.mma<version = 2, warpsM = 2, warpsN = 2>>) {
+  return
+}
+
+// -----
+
+// expected-error @+1 {{#kiln.mma: only version 2 (mma.sync m16n8k16) exists, got 3}}
+func.func @test_not_mma_version(%t: tensor<64x64xf32, #kiln.mma<version = 3, warpsM = 4, warpsN = 1>>) {
+  return
+}
+
+// -----
+
+// expected-error @+1 {{#kiln.slice: only the rows (dim = 1) of a #kiln.mma parent are supported}}
+func.func @test_not_slice_parent(%t: tensor<64xf32, #kiln.slice<dim = 1, parent = #kiln.blocked<vec = 1, warps = 1>>>) {
+  return
+}
+
+// -----
+
+// expected-error @+1 {{#kiln.slice of the rows of #kiln.mma<version = 2, warpsM = 4, warpsN = 1> needs an (M) or (M, 1) tile with M a multiple of 64}}
+func.func @test_not_slice_shape(%t: tensor<64x2xf32, #kiln.slice<dim = 1, parent = #kiln.mma<version = 2, warpsM = 4, warpsN = 1>>>) {
+  return
+}
+
+// -----
+
+// expected-error @+1 {{#kiln.dot_operand: only operand 0 (A) of a product whose warps hold whole rows (warpsN = 1) is held in registers; B is read from shared memory}}
+func.func @test_not_dot_operand_b(%t: tensor<64x64xf16, #kiln.dot_operand<index = 1, parent = #kiln.mma<version = 2, warpsM = 4, warpsN = 1>>>) {
+  return
+}
+
+// -----
+
+// expected-error @+1 {{#kiln.shared: swizzled tiles hold 16-bit elements in rows of a power of two of 16-byte chunks}}
+func.func @test_not_shared_swizzle(%t: tensor<64x48xf16, #kiln.shared<swizzle = true, transposed = false, warps = 4>>) {
+  return
+}
+
+// -----
+
+func.func @test_not_convert_without_layouts(%t: tensor<64x64xf32>) {
+  // expected-error @+1 {{converts between GPU layouts: both types need a layout encoding}}
+  %0 = kiln.convert_layout %t : tensor<64x64xf32> -> tensor<64x64xf32, #kiln.mma<version = 2, warpsM = 4, warpsN = 1>>
+  return
+}
+
+// -----
+
+func.func @test_not_convert_shape(%t: tensor<64x64xf32, #kiln.mma<version = 2, warpsM = 4, warpsN = 1>>) {
+  // expected-error @+1 {{requires the same shape for all operands and results}}
+  %0 = kiln.convert_layout %t : tensor<64x64xf32, #kiln.mma<version = 2, warpsM = 4, warpsN = 1>> -> tensor<64x32xf32, #kiln.mma<version = 2, warpsM = 4, warpsN = 1>>
+  return
+}

@@ -70,8 +70,8 @@ func.func @test_async_ring(%p: tensor<64x32x!kiln.ptr<f16>>, %m: tensor<64x32xi1
   kiln.async_commit
   // CHECK: kiln.async_wait {pending = 1 : i32}
   kiln.async_wait {pending = 1 : i32}
-  // CHECK: kiln.local_load %[[RING]][%{{.*}}] : <3x64x32xf16>
-  %t = kiln.local_load %ring[%s] : !kiln.shared<3x64x32xf16>
+  // CHECK: kiln.local_load %[[RING]][%{{.*}}] : <3x64x32xf16> -> tensor<64x32xf16>
+  %t = kiln.local_load %ring[%s] : !kiln.shared<3x64x32xf16> -> tensor<64x32xf16>
   return %t : tensor<64x32xf16>
 }
 

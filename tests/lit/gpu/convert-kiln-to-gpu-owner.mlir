@@ -1,4 +1,4 @@
-// RUN: kiln-opt %s -split-input-file -convert-kiln-to-gpu="num-warps=4" | FileCheck %s
+// RUN: kiln-opt %s -split-input-file -kiln-coalesce="num-warps=4" -kiln-accelerate-matmul -kiln-remove-layout-conversions -convert-kiln-to-gpu="num-warps=4" | FileCheck %s
 
 // A scalar is held by every thread (128 here). Read-modify-write of one
 // address: each thread loads, but only thread 0 stores, so the address is

@@ -1,4 +1,4 @@
-// RUN: kiln-opt %s -split-input-file -convert-kiln-to-gpu="num-warps=1" | FileCheck %s
+// RUN: kiln-opt %s -split-input-file -kiln-coalesce="num-warps=1" -kiln-accelerate-matmul -kiln-remove-layout-conversions -convert-kiln-to-gpu="num-warps=1" | FileCheck %s
 
 // A 64-element tile over 32 threads is distributed: each thread holds two
 // consecutive elements (flat 2 * tid, 2 * tid + 1). The pointers are known to
@@ -205,7 +205,7 @@ func.func @test_ring(%a: !kiln.ptr<f16>, %c: !kiln.ptr<f32>) attributes {kiln.ke
   kiln.async_copy %p, %ring[%c0], %m : tensor<32x32x!kiln.ptr<f16>>, !kiln.shared<2x32x32xf16>
   kiln.async_commit
   kiln.async_wait {pending = 0 : i32}
-  %t = kiln.local_load %ring[%c0] : !kiln.shared<2x32x32xf16>
+  %t = kiln.local_load %ring[%c0] : !kiln.shared<2x32x32xf16> -> tensor<32x32xf16>
   %zero = arith.constant dense<0.0> : tensor<32x32xf32>
   %d = kiln.dot %t, %t, %zero : tensor<32x32xf16>, tensor<32x32xf16> -> tensor<32x32xf32>
   %pc = kiln.splat %c : tensor<32x32x!kiln.ptr<f32>>

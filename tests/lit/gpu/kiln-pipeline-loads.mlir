@@ -24,7 +24,7 @@
 // CHECK: arith.cmpi slt, %[[NEXT]], %[[K]]
 // CHECK: kiln.async_copy %{{.*}}, %[[RING]][%[[AHEAD]]]
 // CHECK-NEXT: kiln.async_commit
-// CHECK: %[[T:.*]] = kiln.local_load %[[RING]][%[[STAGE]]] : <3x16x16xf16>
+// CHECK: %[[T:.*]] = kiln.local_load %[[RING]][%[[STAGE]]] : <3x16x16xf16> -> tensor<16x16xf16>
 // CHECK: %[[D:.*]] = kiln.dot %[[T]], %{{.*}}, %[[ACC]]
 // CHECK: scf.yield %[[D]]
 // CHECK: kiln.async_wait {pending = 0 : i32}

@@ -112,16 +112,116 @@ def KilnPipelineLoads : Pass<"kiln-pipeline-loads", "mlir::ModuleOp"> {
                            "::mlir::arith::ArithDialect"];
 }
 
+def KilnCoalesce : Pass<"kiln-coalesce", "mlir::ModuleOp"> {
+  let summary = "Give every tile of a GPU kernel the layout its global accesses coalesce in";
+  let description = [{
+    The first of the GPU layout passes. Every tile value of every
+    `kiln.kernel` function gets a layout encoding: `#kiln.blocked` when its
+    elements divide among the `32 * num-warps` threads (consecutive threads
+    hold consecutive groups of up to 8 elements of a row, so that a warp's
+    accesses cover whole cache lines with 16-byte accesses where the
+    addresses are contiguous), `#kiln.replicated` for tiles too small to
+    divide. The groups are a function of the shape, so that every tile of
+    one shape has one layout and element-wise code needs no conversions.
+    The module records `kiln.num_warps`.
+
+    Before:
+    ```mlir
+    %r = kiln.make_range 0 to 1024 : tensor<1024xi32>
+    %m = kiln.make_range 0 to 16 : tensor<16xi32>
+    ```
+    After (`num-warps = 4`):
+    ```mlir
+    %r = kiln.make_range 0 to 1024 : tensor<1024xi32, #kiln.blocked<vec = 8, warps = 4>>
+    %m = kiln.make_range 0 to 16 : tensor<16xi32, #kiln.replicated<warps = 4>>
+    ```
+  }];
+  let options = [Option<"numWarps", "num-warps", "int", "4", "warps per program (CTA)">];
+  let dependentDialects = ["::kiln::KilnDialect"];
+}
+
+def KilnAccelerateMatmul : Pass<"kiln-accelerate-matmul", "mlir::ModuleOp"> {
+  let summary = "Put kiln.dot on tensor cores: accumulator and operand layouts";
+  let description = [{
+    Every `kiln.dot` of f16/bf16 operands with K a multiple of 16 whose
+    (M, N) tile splits over the warps gets a `#kiln.mma` accumulator: its
+    accumulator operand is converted to it and its result converted back for
+    its users (kiln-remove-layout-conversions then carries the accumulator
+    layout forward). The warps are split to make each warp's region as
+    square as possible, except for products whose rows are reduced
+    (attention scores) or that multiply values computed from another
+    product (probabilities times V): those put every warp on rows, so that
+    a warp holds whole rows, reduces them with shuffles and feeds them to
+    the next product from its registers.
+
+    Operands are read from shared memory (`#kiln.shared`, XOR-swizzled for
+    ldmatrix when 16-bit rows allow): a `kiln.local_load` of a pipelining
+    ring whose only users are tensor-core operands is read in place, and a
+    `kiln.trans` whose only users are B operands is its source's tile read
+    transposed (`transposed = true`); other operands are converted.
+
+    Before:
+    ```mlir
+    %d = kiln.dot %a, %b, %acc : tensor<64x32xf16, #blocked>, tensor<32x64xf16, #blocked> -> tensor<64x64xf32, #blocked>
+    ```
+    After (4 warps):
+    ```mlir
+    %acc2 = kiln.convert_layout %acc : tensor<64x64xf32, #blocked> -> tensor<64x64xf32, #kiln.mma<version = 2, warpsM = 2, warpsN = 2>>
+    %a2 = kiln.convert_layout %a : ... -> tensor<64x32xf16, #kiln.shared<swizzle = true, transposed = false, warps = 4>>
+    %b2 = kiln.convert_layout %b : ... -> tensor<32x64xf16, #kiln.shared<swizzle = true, transposed = false, warps = 4>>
+    %d2 = kiln.dot %a2, %b2, %acc2 : ... -> tensor<64x64xf32, #kiln.mma<version = 2, warpsM = 2, warpsN = 2>>
+    %d = kiln.convert_layout %d2 : ... -> tensor<64x64xf32, #blocked>
+    ```
+  }];
+  let dependentDialects = ["::kiln::KilnDialect"];
+}
+
+def KilnRemoveLayoutConversions : Pass<"kiln-remove-layout-conversions", "mlir::ModuleOp"> {
+  let summary = "Keep values in tensor-core layouts; carry them across loops";
+  let description = [{
+    Moves tensor-core layouts forward from the conversions that
+    kiln-accelerate-matmul leaves behind, so that values computed from a
+    product never leave its registers:
+
+    * an element-wise op with an operand available in a `#kiln.mma` layout
+      (or, failing that, a `#kiln.slice` of one) is computed in it, its other
+      operands converted (uniform ones are remade in it);
+    * a `kiln.reduce` along the rows of an accumulator leaves a
+      `#kiln.slice<dim = 1>` of it; `kiln.expand_dims` and `kiln.reshape`
+      between (M) and (M, 1) keep it; a `kiln.broadcast` of it along the rows
+      is the accumulator layout again (nothing moves);
+    * a loop-carried tile that the loop body yields in such a layout is
+      carried in it: the conversion is hoisted out of the loop, onto the
+      initial value and the loop's result;
+    * an A operand of a product, converted from an accumulator whose warps
+      hold the same whole rows, is taken from registers
+      (`#kiln.dot_operand`), not through shared memory.
+
+    Conversions that cancel or convert to the same layout fold away; the
+    rest is what the lowering moves between threads.
+
+    Before:
+    ```mlir
+    %s = kiln.convert_layout %d : tensor<64x64xf32, #mma> -> tensor<64x64xf32, #blocked>
+    %m = kiln.reduce max %s axis 1 : tensor<64x64xf32, #blocked> -> tensor<64xf32, #blocked1>
+    ```
+    After:
+    ```mlir
+    %m = kiln.reduce max %d axis 1 : tensor<64x64xf32, #mma> -> tensor<64xf32, #kiln.slice<dim = 1, parent = #mma>>
+    ```
+  }];
+  let dependentDialects = ["::kiln::KilnDialect"];
+}
+
 def ConvertKilnToGpu : Pass<"convert-kiln-to-gpu", "mlir::ModuleOp"> {
   let summary = "Distribute kiln tiles over the threads of a CTA and emit a gpu.func";
   let description = [{
     Every `kiln.kernel` function becomes a `gpu.func` in a `gpu.module`, run
-    by `num-warps * 32` threads. Each tile value gets a layout:
-
-    * *distributed* (numel a multiple of the thread count): thread `t` holds
-      flat elements `j * T + t`, so consecutive threads touch consecutive
-      addresses and global accesses coalesce;
-    * *replicated* (small tiles): every thread holds every element.
+    by `num-warps * 32` threads. Every tile must carry the layout the layout
+    passes chose (kiln-coalesce, kiln-accelerate-matmul,
+    kiln-remove-layout-conversions): a tile value becomes the elements this
+    thread holds under it, and `kiln.convert_layout` moves elements between
+    threads. The lowering decides no layout itself.
 
     Element-wise ops, loads and stores act on each thread's elements; an
     element several threads hold (a scalar, a replicated tile) is stored by
@@ -145,23 +245,19 @@ def ConvertKilnToGpu : Pass<"convert-kiln-to-gpu", "mlir::ModuleOp"> {
     Argmax along an axis and `kiln.dot` go through shared memory.
     `kiln.atomic_add` is one `atom` by thread 0 between GPU-scope
     acquire-release fences and barriers, its result shared through shared
-    memory. `dot` runs on tensor cores when it
-    can (f16/bf16 operands, M a multiple of 16 per warp row, N of 8 per warp
-    column, K of 16). Its operands are staged in shared memory, or read in
-    place when they come from a `kiln.local_load` (a `kiln.trans` B operand
-    as its source's tile, read untransposed). Each warp loads mma fragments
-    with `ldmatrix` and issues `mma.sync.m16n8k16` into an accumulator
-    *tensor-core layout*; an A operand already in a matching accumulator
-    layout (whole rows per warp) is used from registers. Element-wise ops
-    and loop-carried values keep that layout (a loop-carried tile takes the
-    layout its body computes it in, foreseen before the body is emitted). A
-    reduction along the rows of an accumulator leaves a *row slice*: each
-    thread holds the rows its accumulator elements lie in, combined per
-    thread, across the quad by shuffles and across the warps of a warp row
-    through shared memory; broadcasting it back along the rows moves
-    nothing. Products whose rows are reduced, or that multiply such rows,
-    split rows over warps only. Index arithmetic meeting an accumulator is
-    recomputed in its layout. Otherwise `dot` is an FMA loop over K.
+    memory. `kiln.dot` with a `#kiln.mma` result runs on tensor cores: its
+    `#kiln.shared` operands are read in place from a ring (a transposed view
+    as its source's tile) or, for one converted to shared memory, staged in
+    scratch first; each warp loads mma fragments with `ldmatrix` and issues
+    `mma.sync.m16n8k16`. A `#kiln.dot_operand` A operand is the registers of
+    the accumulator it was converted from. A reduction along the rows of an
+    accumulator (into a `#kiln.slice`) combines per thread, across the quad
+    by shuffles and across the warps of a warp row through shared memory;
+    broadcasting a row slice back along the rows moves nothing.
+    `kiln.convert_layout` into an accumulator or a row slice recomputes
+    index arithmetic in the new layout, gathers a broadcast from its smaller
+    source, and otherwise goes through shared memory, as does a conversion
+    back. Otherwise `dot` is an FMA loop over K.
 
     Vector groups are whole when aligned and unmasked; for *prefix masks*
     (`i < n` along the last dimension, and conjunctions with masks uniform

@@ -4,6 +4,7 @@
 
 include "kiln/Dialect/KilnDialect.td"
 include "mlir/IR/EnumAttr.td"
+include "kiln/Dialect/KilnLayouts.td"
 
 def Kiln_ReduceKind : I32EnumAttr<"ReduceKind", "combining function of a reduction", [
     I32EnumAttrCase<"Sum", 0, "sum">,

@@ -9,6 +9,8 @@
 #include "mlir/Bytecode/BytecodeOpInterface.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/IR/BuiltinAttributeInterfaces.h"
+#include "mlir/IR/TensorEncoding.h"
 #include "mlir/IR/BuiltinTypes.h"
 #include "mlir/IR/Dialect.h"
 #include "mlir/IR/OpDefinition.h"
@@ -22,6 +24,8 @@
 #define GET_TYPEDEF_CLASSES
 #include "kiln/Dialect/KilnTypes.h.inc"
 
+#include "kiln/Dialect/KilnAttrInterfaces.h.inc"
+
 #define GET_ATTRDEF_CLASSES
 #include "kiln/Dialect/KilnAttrs.h.inc"
 
@@ -33,8 +37,13 @@ mlir::Type getPointeeType(mlir::Type ptrLike);
 mlir::Type getMaskType(mlir::Type valueLike);
 /// The element type of a tile, or the type itself for a scalar.
 mlir::Type getElementTypeOrSelf(mlir::Type t);
-/// The same shape as `like` (scalar or tile) holding `elem`.
+/// The same shape and layout as `like` (scalar or tile) holding `elem`.
 mlir::Type getSameShape(mlir::Type like, mlir::Type elem);
+/// The GPU layout of a tile (its tensor encoding), or null: a scalar, or a
+/// tile before the layout passes ran.
+LayoutAttr getLayout(mlir::Type t);
+/// `t` with layout `layout` (the type itself for a scalar).
+mlir::Type withLayout(mlir::Type t, mlir::Attribute layout);
 } // namespace kiln
 
 namespace kiln::trait {

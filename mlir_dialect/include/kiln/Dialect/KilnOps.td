@@ -137,6 +137,30 @@ def Kiln_TransOp : Kiln_Op<"trans", [Pure]> {
   let hasFolder = 1;
 }
 
+def Kiln_ConvertLayoutOp : Kiln_Op<"convert_layout", [Pure, SameOperandsAndResultShape,
+    SameOperandsAndResultElementType]> {
+  let summary = "move a tile from one GPU layout to another";
+  let description = [{
+    The same tile, held as the result's layout says (see the layout
+    attributes). Inserted by the layout passes wherever a value's producer
+    and a user want different layouts; the GPU lowering moves the elements
+    between threads (through shared memory, or by recomputing index
+    arithmetic in the new layout) or, between compatible layouts (a
+    tensor-core accumulator whose warps hold whole rows and the A operand of
+    the next product), moves nothing.
+
+    ```mlir
+    %b = kiln.convert_layout %acc : tensor<64x64xf32, #mma> -> tensor<64x64xf32, #blocked>
+    ```
+  }];
+  let arguments = (ins Kiln_Tile:$src);
+  let results = (outs Kiln_Tile:$result);
+  let assemblyFormat = "$src attr-dict `:` type($src) `->` type($result)";
+  let hasVerifier = 1;
+  let hasFolder = 1;
+  let hasCanonicalizeMethod = 1;
+}
+
 //===----------------------------------------------------------------------===//
 // Memory
 //===----------------------------------------------------------------------===//
@@ -291,18 +315,19 @@ def Kiln_AsyncWaitOp : Kiln_Op<"async_wait"> {
   let assemblyFormat = "attr-dict";
 }
 
-def Kiln_LocalLoadOp : Kiln_Op<"local_load", [
-    TypesMatchWith<"result is one buffer of the ring", "ring", "result",
-                   "::llvm::cast<::kiln::SharedType>($_self).getTileType()">]> {
+def Kiln_LocalLoadOp : Kiln_Op<"local_load"> {
   let summary = "read one ring buffer as a tile";
   let description = [{
     ```mlir
-    %a = kiln.local_load %ring[%stage] : !kiln.shared<3x64x32xf16>
+    %a = kiln.local_load %ring[%stage] : !kiln.shared<3x64x32xf16> -> tensor<64x32xf16>
     ```
+    The result has the buffer's shape and element type; on a GPU its layout
+    is `#kiln.shared` when tensor-core products read it in place.
   }];
   let arguments = (ins Arg<Kiln_SharedType, "", [MemRead]>:$ring, I32:$stage);
   let results = (outs Kiln_NumberTile:$result);
-  let assemblyFormat = "$ring `[` $stage `]` attr-dict `:` type($ring)";
+  let assemblyFormat = "$ring `[` $stage `]` attr-dict `:` type($ring) `->` type($result)";
+  let hasVerifier = 1;
 }
 
 //===----------------------------------------------------------------------===//

@@ -1,0 +1,210 @@
+//===- RemoveLayoutConversions.cpp - keep values in tensor-core layouts ---===//
+//
+// Carries #kiln.mma accumulators and their row slices forward through the
+// ops that can work in them, and across loops, so that conversions (trips
+// through shared memory) are left only where a value really changes hands.
+//
+//===----------------------------------------------------------------------===//
+#include "LayoutUtils.h"
+
+#include "mlir/Transforms/GreedyPatternRewriteDriver.h"
+
+namespace kiln {
+#define GEN_PASS_DEF_KILNREMOVELAYOUTCONVERSIONS
+#include "kiln/Lowering/Passes.h.inc"
+} // namespace kiln
+
+using namespace mlir;
+using namespace kiln::layouts;
+
+namespace {
+
+/// The tensor-core layout `v` is available in for free: its own, or its
+/// source's if `v` was converted from one.
+Attribute available(Value v) {
+  Attribute l = kiln::getLayout(v.getType());
+  if (isTensorCoreLayout(l))
+    return l;
+  if (auto cvt = v.getDefiningOp<kiln::ConvertLayoutOp>()) {
+    Attribute src = kiln::getLayout(cvt.getSrc().getType());
+    if (isTensorCoreLayout(src))
+      return src;
+  }
+  return {};
+}
+
+/// (M) and (M, 1) tiles, which a row slice of an (M, N) accumulator holds.
+bool holdsRows(RankedTensorType t, kiln::SliceLayoutAttr slice) {
+  return succeeded(slice.verifyEncoding(t.getShape(), t.getElementType(), [] { return InFlightDiagnostic(); }));
+}
+
+class Propagation {
+public:
+  explicit Propagation(MLIRContext *ctx) : b(ctx) {}
+
+  /// One walk in program order; returns whether anything changed.
+  bool run(func::FuncOp f) {
+    changed = false;
+    f.walk([&](Operation *op) {
+      if (op->getNumResults() != 1)
+        return;
+      auto result = dyn_cast<RankedTensorType>(op->getResult(0).getType());
+      if (!result || isTensorCoreLayout(kiln::getLayout(result)) || !kiln::getLayout(result))
+        return;
+      if (isElementwise(op))
+        elementwise(op);
+      else if (auto red = dyn_cast<kiln::ReduceOp>(op))
+        reduceRows(red);
+      else if (isa<kiln::ExpandDimsOp, kiln::ReshapeOp>(op))
+        keepRows(op);
+      else if (auto bc = dyn_cast<kiln::BroadcastOp>(op))
+        broadcastRows(bc);
+    });
+    return changed;
+  }
+
+  /// Loop-carried tiles that the body yields in a tensor-core layout are
+  /// carried in it.
+  bool hoistAcrossLoops(func::FuncOp f) {
+    bool hoisted = false;
+    f.walk([&](scf::ForOp loop) {
+      auto yield = cast<scf::YieldOp>(loop.getBody()->getTerminator());
+      for (auto [i, y] : llvm::enumerate(yield.getOperands())) {
+        Attribute l = available(y);
+        BlockArgument arg = loop.getRegionIterArg(i);
+        if (!l || kiln::getLayout(arg.getType()) == l || isUniform(y))
+          continue;
+        Type type = kiln::withLayout(arg.getType(), l);
+        OpOperand &init = loop.getInitsMutable()[i];
+        b.setInsertionPoint(loop);
+        init.assign(inLayout(b, init.get(), l));
+        b.setInsertionPoint(yield);
+        yield->setOperand(i, inLayout(b, y, l));
+        retypeKeepingUsers(b, arg, type);
+        retypeKeepingUsers(b, loop.getResult(i), type);
+        hoisted = true;
+      }
+    });
+    return hoisted;
+  }
+
+private:
+  OpBuilder b;
+  bool changed = false;
+
+  void retype(Operation *op, Attribute layout) {
+    retypeKeepingUsers(b, op->getResult(0), kiln::withLayout(op->getResult(0).getType(), layout));
+    changed = true;
+  }
+
+  /// In the first operand's accumulator layout, else the first's row slice.
+  void elementwise(Operation *op) {
+    if (isUniform(op->getResult(0)))
+      return;
+    Attribute chosen;
+    for (Value v : op->getOperands())
+      if (isa_and_nonnull<kiln::MmaLayoutAttr>(available(v))) {
+        chosen = available(v);
+        break;
+      }
+    if (!chosen)
+      for (Value v : op->getOperands())
+        if (isa_and_nonnull<kiln::SliceLayoutAttr>(available(v))) {
+          chosen = available(v);
+          break;
+        }
+    if (!chosen)
+      return;
+    b.setInsertionPoint(op);
+    for (OpOperand &operand : op->getOpOperands())
+      if (isa<RankedTensorType>(operand.get().getType()))
+        operand.assign(inLayout(b, operand.get(), chosen));
+    retype(op, chosen);
+  }
+
+  /// Along the rows of an accumulator: a row slice of it.
+  void reduceRows(kiln::ReduceOp red) {
+    auto mma = dyn_cast_or_null<kiln::MmaLayoutAttr>(available(red.getSrc()));
+    Type elem = red.getSrc().getType().getElementType();
+    if (!mma || red.getAxis() != 1 || isUniform(red.getSrc()) ||
+        !(elem.isF32() || elem.isF16() || elem.isBF16() || elem.isInteger(32)))
+      return;
+    b.setInsertionPoint(red);
+    red.getSrcMutable().assign(inLayout(b, red.getSrc(), mma));
+    retype(red, kiln::SliceLayoutAttr::get(red.getContext(), 1, mma));
+  }
+
+  /// (M) <-> (M, 1) of a row slice: the same rows.
+  void keepRows(Operation *op) {
+    auto slice = dyn_cast_or_null<kiln::SliceLayoutAttr>(available(op->getOperand(0)));
+    if (!slice || !holdsRows(cast<RankedTensorType>(op->getResult(0).getType()), slice))
+      return;
+    b.setInsertionPoint(op);
+    op->setOperand(0, inLayout(b, op->getOperand(0), slice));
+    retype(op, slice);
+  }
+
+  /// A row slice along the rows: the accumulator layout, nothing moves.
+  void broadcastRows(kiln::BroadcastOp bc) {
+    auto slice = dyn_cast_or_null<kiln::SliceLayoutAttr>(available(bc.getSrc()));
+    if (!slice || isUniform(bc.getSrc()))
+      return;
+    auto mma = cast<kiln::MmaLayoutAttr>(slice.getParent());
+    auto dst = bc.getType();
+    if (dst.getRank() != 2 || dst.getDimSize(1) % (8 * mma.getWarpsN()) != 0)
+      return;
+    b.setInsertionPoint(bc);
+    bc.getSrcMutable().assign(inLayout(b, bc.getSrc(), slice));
+    retype(bc, mma);
+  }
+};
+
+/// The A operand of a product, converted to shared memory from an
+/// accumulator whose warps hold the same whole rows, is already in its
+/// registers.
+void operandsFromRegisters(func::FuncOp f) {
+  f.walk([&](kiln::DotOp dot) {
+    auto mma = dyn_cast<kiln::MmaLayoutAttr>(kiln::getLayout(dot.getType()));
+    auto cvt = dot.getA().getDefiningOp<kiln::ConvertLayoutOp>();
+    if (!mma || !cvt || mma.getWarpsN() != 1 || isUniform(cvt.getSrc()))
+      return;
+    auto from = dyn_cast<kiln::MmaLayoutAttr>(kiln::getLayout(cvt.getSrc().getType()));
+    if (!from || from.getWarpsN() != 1 || from.getWarpsM() != mma.getWarpsM())
+      return;
+    OpBuilder b(dot);
+    auto operand = kiln::DotOperandLayoutAttr::get(dot.getContext(), 0, mma);
+    dot.getAMutable().assign(kiln::ConvertLayoutOp::create(
+        b, dot.getLoc(), kiln::withLayout(dot.getA().getType(), operand), cvt.getSrc()));
+  });
+}
+
+struct KilnRemoveLayoutConversionsPass
+    : kiln::impl::KilnRemoveLayoutConversionsBase<KilnRemoveLayoutConversionsPass> {
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    MLIRContext *ctx = &getContext();
+    RewritePatternSet patterns(ctx);
+    kiln::ConvertLayoutOp::getCanonicalizationPatterns(patterns, ctx);
+    FrozenRewritePatternSet frozen(std::move(patterns));
+    for (auto f : module.getOps<func::FuncOp>()) {
+      if (!f->hasAttr(kiln::KilnDialect::getKernelAttrName()))
+        continue;
+      Propagation propagation(ctx);
+      // Carrying a value across a loop in a new layout lets the loop body use
+      // it there: propagate again until nothing moves.
+      for (int round = 0; round < 8; ++round) {
+        propagation.run(f);
+        bool hoisted = propagation.hoistAcrossLoops(f);
+        if (failed(applyPatternsGreedily(f, frozen)))
+          return signalPassFailure();
+        if (!hoisted)
+          break;
+      }
+      operandsFromRegisters(f);
+      if (failed(applyPatternsGreedily(f, frozen)))
+        return signalPassFailure();
+    }
+  }
+};
+
+} // namespace

@@ -1,0 +1,106 @@
+// RUN: kiln-opt %s -split-input-file -kiln-remove-layout-conversions | FileCheck %s
+
+// Element-wise ops on a product's result are computed in its accumulator
+// layout, and the loop carries the accumulator in it: the one conversion
+// left is after the loop.
+// CHECK-DAG: #[[B:blocked[0-9]*]] = #kiln.blocked<vec = 8, warps = 4>
+// CHECK-DAG: #[[MMA:mma[0-9]*]] = #kiln.mma<version = 2, warpsM = 4, warpsN = 1>
+// CHECK-LABEL: func.func @test_loop_carried
+// CHECK: %[[R:.*]] = scf.for {{.*}} -> (tensor<64x64xf32, #[[MMA]]>)
+// CHECK-NOT: kiln.convert_layout
+// CHECK: arith.mulf %{{.*}}, %{{.*}} : tensor<64x64xf32, #[[MMA]]>
+// CHECK: arith.addf %{{.*}}, %{{.*}} : tensor<64x64xf32, #[[MMA]]>
+// CHECK: scf.yield
+// CHECK: kiln.convert_layout %[[R]] : tensor<64x64xf32, #[[MMA]]> -> tensor<64x64xf32, #[[B]]>
+#b = #kiln.blocked<vec = 8, warps = 4>
+#mma = #kiln.mma<version = 2, warpsM = 4, warpsN = 1>
+#s = #kiln.shared<swizzle = true, transposed = false, warps = 4>
+module attributes {kiln.num_warps = 4 : i32} {
+  func.func @test_loop_carried(%q: tensor<64x64xf16, #s>, %k: tensor<64x64xf16, #s>, %n: i32, %scale: f32) -> tensor<64x64xf32, #b> attributes {kiln.kernel} {
+    %c0 = arith.constant 0 : i32
+    %c1 = arith.constant 1 : i32
+    %zero = arith.constant dense<0.0> : tensor<64x64xf32, #b>
+    %z = arith.constant dense<0.0> : tensor<64x64xf32, #mma>
+    %r = scf.for %i = %c0 to %n step %c1 iter_args(%acc = %zero) -> (tensor<64x64xf32, #b>) : i32 {
+      %d = kiln.dot %q, %k, %z : tensor<64x64xf16, #s>, tensor<64x64xf16, #s> -> tensor<64x64xf32, #mma>
+      %dc = kiln.convert_layout %d : tensor<64x64xf32, #mma> -> tensor<64x64xf32, #b>
+      %sc = kiln.splat %scale : tensor<64x64xf32, #b>
+      %x = arith.mulf %dc, %sc : tensor<64x64xf32, #b>
+      %next = arith.addf %acc, %x : tensor<64x64xf32, #b>
+      scf.yield %next : tensor<64x64xf32, #b>
+    }
+    return %r : tensor<64x64xf32, #b>
+  }
+}
+
+// -----
+
+// A reduction along the accumulator's rows leaves a row slice of it;
+// expand_dims keeps it and broadcasting it back along the rows is the
+// accumulator layout again: softmax's numerator never leaves the registers.
+// CHECK-DAG: #[[MMA:mma[0-9]*]] = #kiln.mma<version = 2, warpsM = 4, warpsN = 1>
+// CHECK-DAG: #[[ROWS:slice[0-9]*]] = #kiln.slice<dim = 1, parent = #[[MMA]]>
+// CHECK-LABEL: func.func @test_row_slices
+// CHECK-SAME: (%[[D:.*]]: tensor<64x64xf32, #[[MMA]]>)
+// CHECK: %[[M:.*]] = kiln.reduce max %[[D]] axis 1 : tensor<64x64xf32, #[[MMA]]> -> tensor<64xf32, #[[ROWS]]>
+// CHECK: %[[ME:.*]] = kiln.expand_dims %[[M]] {axis = 1 : i32} : tensor<64xf32, #[[ROWS]]> -> tensor<64x1xf32, #[[ROWS]]>
+// CHECK: %[[MB:.*]] = kiln.broadcast %[[ME]] : tensor<64x1xf32, #[[ROWS]]> -> tensor<64x64xf32, #[[MMA]]>
+// CHECK: %[[X:.*]] = arith.subf %[[D]], %[[MB]] : tensor<64x64xf32, #[[MMA]]>
+// CHECK: %[[E:.*]] = math.exp %[[X]] : tensor<64x64xf32, #[[MMA]]>
+// CHECK: kiln.convert_layout %[[E]] : tensor<64x64xf32, #[[MMA]]> -> tensor<64x64xf32, #blocked>
+#b = #kiln.blocked<vec = 8, warps = 4>
+#r = #kiln.replicated<warps = 4>
+#mma = #kiln.mma<version = 2, warpsM = 4, warpsN = 1>
+module attributes {kiln.num_warps = 4 : i32} {
+  func.func @test_row_slices(%d: tensor<64x64xf32, #mma>) -> tensor<64x64xf32, #b> attributes {kiln.kernel} {
+    %dc = kiln.convert_layout %d : tensor<64x64xf32, #mma> -> tensor<64x64xf32, #b>
+    %m = kiln.reduce max %dc axis 1 : tensor<64x64xf32, #b> -> tensor<64xf32, #r>
+    %me = kiln.expand_dims %m {axis = 1 : i32} : tensor<64xf32, #r> -> tensor<64x1xf32, #r>
+    %mb = kiln.broadcast %me : tensor<64x1xf32, #r> -> tensor<64x64xf32, #b>
+    %x = arith.subf %dc, %mb : tensor<64x64xf32, #b>
+    %e = math.exp %x : tensor<64x64xf32, #b>
+    return %e : tensor<64x64xf32, #b>
+  }
+}
+
+// -----
+
+// The probabilities, in an accumulator whose warps hold whole rows, are the
+// A operand of the next product as they are: from registers, not through
+// shared memory.
+// CHECK-DAG: #[[MMA:mma[0-9]*]] = #kiln.mma<version = 2, warpsM = 4, warpsN = 1>
+// CHECK-DAG: #[[A:dot_op[0-9]*]] = #kiln.dot_operand<index = 0, parent = #[[MMA]]>
+// CHECK-LABEL: func.func @test_a_from_registers
+// CHECK: %[[P:.*]] = kiln.cast %{{.*}} : tensor<64x64xf32, #[[MMA]]> to tensor<64x64xf16, #[[MMA]]>
+// CHECK: %[[PA:.*]] = kiln.convert_layout %[[P]] : tensor<64x64xf16, #[[MMA]]> -> tensor<64x64xf16, #[[A]]>
+// CHECK: kiln.dot %[[PA]], %{{.*}}, %{{.*}} : tensor<64x64xf16, #[[A]]>, tensor<64x64xf16, #shared> -> tensor<64x64xf32, #[[MMA]]>
+#mma = #kiln.mma<version = 2, warpsM = 4, warpsN = 1>
+#s = #kiln.shared<swizzle = true, transposed = false, warps = 4>
+module attributes {kiln.num_warps = 4 : i32} {
+  func.func @test_a_from_registers(%p: tensor<64x64xf32, #mma>, %v: tensor<64x64xf16, #s>) -> tensor<64x64xf32, #mma> attributes {kiln.kernel} {
+    %ph = kiln.cast %p : tensor<64x64xf32, #mma> to tensor<64x64xf16, #mma>
+    %pa = kiln.convert_layout %ph : tensor<64x64xf16, #mma> -> tensor<64x64xf16, #s>
+    %z = arith.constant dense<0.0> : tensor<64x64xf32, #mma>
+    %o = kiln.dot %pa, %v, %z : tensor<64x64xf16, #s>, tensor<64x64xf16, #s> -> tensor<64x64xf32, #mma>
+    return %o : tensor<64x64xf32, #mma>
+  }
+}
+
+// -----
+
+// Not from registers: the warps of the source split its columns (2x2), so
+// its registers do not hold whole rows; the operand goes through shared memory.
+// CHECK-LABEL: func.func @test_not_a_from_registers
+// CHECK: kiln.convert_layout %{{.*}} : tensor<64x64xf16, #mma> -> tensor<64x64xf16, #shared>
+// CHECK-NOT: dot_operand
+#mma = #kiln.mma<version = 2, warpsM = 2, warpsN = 2>
+#mma1 = #kiln.mma<version = 2, warpsM = 4, warpsN = 1>
+#s = #kiln.shared<swizzle = true, transposed = false, warps = 4>
+module attributes {kiln.num_warps = 4 : i32} {
+  func.func @test_not_a_from_registers(%p: tensor<64x64xf16, #mma>, %v: tensor<64x64xf16, #s>) -> tensor<64x64xf32, #mma1> attributes {kiln.kernel} {
+    %pa = kiln.convert_layout %p : tensor<64x64xf16, #mma> -> tensor<64x64xf16, #s>
+    %z = arith.constant dense<0.0> : tensor<64x64xf32, #mma1>
+    %o = kiln.dot %pa, %v, %z : tensor<64x64xf16, #s>, tensor<64x64xf16, #s> -> tensor<64x64xf32, #mma1>
+    return %o : tensor<64x64xf32, #mma1>
+  }
+}
