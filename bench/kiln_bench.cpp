@@ -7,6 +7,7 @@
 // the PyTorch numbers).
 //
 //===----------------------------------------------------------------------===//
+#include "kiln/ops/attention.hpp"
 #include "kiln/ops/elementwise.hpp"
 #include "kiln/ops/layernorm.hpp"
 #include "kiln/ops/matmul.hpp"
@@ -18,6 +19,7 @@
 
 #include <benchmark/benchmark.h>
 
+#include <cmath>
 #include <cstdio>
 
 using namespace kiln;
@@ -159,6 +161,31 @@ template <template <class, int, int, int> class Op> void BM_prefill(benchmark::S
   reportTuned(state, tuned, 2.0 * M * N * K);
 }
 
+/// Causal flash-attention prefill as the GPT-2 decoder runs it: B prompts of
+/// S tokens each, packed (qkv: (B*S, 3*H*D)), keys and values read from the
+/// per-sequence caches (B, S, H*D). TFLOP/s counts the causal half of
+/// Q K^T and P V (2 * 2 * B * H * S * S * D / 2).
+template <int D> void BM_attention_prefill(benchmark::State &state) {
+  int B = int(state.range(0)), H = int(state.range(1)), S = int(state.range(2)), C = H * D;
+  auto qkv = random_device<kiln::half>(std::size_t(B) * S * 3 * C);
+  auto kc = random_device<kiln::half>(std::size_t(B) * S * C);
+  auto vc = random_device<kiln::half>(std::size_t(B) * S * C);
+  cuda::DeviceBuffer<kiln::half> out(std::size_t(B) * S * C);
+  std::vector<int> start(B), length(B, S);
+  for (int b = 0; b < B; ++b)
+    start[b] = b * S;
+  cuda::DeviceBuffer<int> d_start(start), d_length(length);
+  auto k = compile<ops::AttentionPrefill<f16, 64, 64, D>>(gpu());
+  Grid grid(ceil_div(S, 64), H, B);
+  float scale = 1.0f / std::sqrt(float(D));
+  for (auto _ : state) {
+    double ms = cuda::time_ms([&] {
+      k.launch(grid, qkv.data(), kc.data(), vc.data(), out.data(), d_start.data(), d_length.data(), C, S, scale);
+    });
+    report(state, ms, 0, 2.0 * B * H * double(S) * S * D);
+  }
+}
+
 /// cuBLAS on the same shapes, in the same process: cublasGemmEx for the
 /// plain product, cuBLASLt with its GELU_BIAS epilogue for the fused one.
 template <bool BIAS> void BM_cublas(benchmark::State &state) {
@@ -251,6 +278,8 @@ BENCHMARK(BM_cublas<false>)->Args({2016, 768, 2304})->Args({2016, 3072, 768})->A
 BENCHMARK(BM_cublas<false>)->Args({4096, 4096, 4096})->UseManualTime()->Unit(benchmark::kMillisecond)->Iterations(1);
 BENCHMARK(BM_cublas<true>)->Args({8192, 768, 3072})->Args({8192, 4096, 4096})
     ->UseManualTime()->Unit(benchmark::kMillisecond)->Iterations(1);
+BENCHMARK(BM_attention_prefill<64>)->Args({8, 12, 1024})->UseManualTime()->Unit(benchmark::kMicrosecond)->Iterations(1);
+BENCHMARK(BM_attention_prefill<128>)->Args({4, 16, 4096})->UseManualTime()->Unit(benchmark::kMicrosecond)->Iterations(1);
 BENCHMARK(BM_decode_mlp)->Args({1, 768, 3072})->Args({64, 768, 3072})
     ->UseManualTime()->Unit(benchmark::kMicrosecond)->Iterations(1);
 

@@ -36,36 +36,6 @@ LogicalResult Emitter::emitDot(kiln::DotOp dot) {
   return success();
 }
 
-LogicalResult Emitter::emitTrans(kiln::TransOp t) {
-  if (isa<kiln::SharedLayoutAttr>(kiln::getLayout(t.getType()))) {
-    if (!isa<kiln::SharedLayoutAttr>(kiln::getLayout(t.getSrc().getType())))
-      return t.emitError("convert-kiln-to-gpu: a transposed view in shared memory needs its source there");
-    return success(); // the dots read the source's tile transposed
-  }
-  Value src = t.getSrc();
-  if (isUniform(src)) {
-    values[t] = raw(src);
-    return success();
-  }
-  auto from = cast<RankedTensorType>(src.getType());
-  Type stored = storageType(from.getElementType());
-  reserveSmem(spill(src, 0));
-  barrier();
-  Layout l = layoutOf(t.getType());
-  int64_t cols = t.getType().getDimSize(1);
-  auto &out = values[t];
-  for (int64_t j = 0; j < l.perThread; ++j) {
-    // result (r, c) is source (c, r)
-    Value flat = flatIndex(l, j);
-    Value r = arith::DivUIOp::create(b, loc, flat, i32(cols));
-    Value c = arith::RemUIOp::create(b, loc, flat, i32(cols));
-    Value at = arith::AddIOp::create(b, loc, arith::MulIOp::create(b, loc, c, i32(from.getDimSize(1))), r);
-    out.push_back(loadSmem(0, at, stored));
-  }
-  barrier();
-  return success();
-}
-
 Emitter::SmemTile Emitter::operandTile(Value v, int64_t &scratchOffset) {
   if (auto it = smemTiles.find(v); it != smemTiles.end())
     return it->second;

@@ -1,9 +1,19 @@
 //===- GpuEmitter.h - kiln tiles as per-thread scalar code (internal) -----===//
 //
-// The state of convert-kiln-to-gpu: every tile value maps to the elements one
-// thread holds under the value's layout. The op families are emitted in
-// GpuEmitter.cpp (core, element-wise, loops), MemoryToGpu.cpp, ReduceToGpu.cpp
-// and DotToGpu.cpp.
+// The state of convert-kiln-to-gpu and what its op families share: every
+// tile value maps to the elements one thread holds under the layout its type
+// carries (chosen by the layout passes), with helpers for index arithmetic,
+// shared memory, vector packing and the tensor-core layouts' geometry. Each
+// op family is lowered in its own file:
+//
+//   ElementwiseToGpu.cpp    constants, arith/math ops, kiln.select, kiln.cast
+//   ShapeToGpu.cpp          make_range, splat, expand_dims, reshape, broadcast, trans
+//   LoadStoreToGpu.cpp      addptr, load, store, atomic_add, async copies, local_load
+//   ReduceToGpu.cpp         reduce, argmax
+//   DotToGpu.cpp            dot (mma.sync from shared memory or registers, or FMA)
+//   ConvertLayoutToGpu.cpp  convert_layout (and index arithmetic recomputed in a layout)
+//   ControlFlowToGpu.cpp    scf.for
+//   GpuEmitter.cpp          the kernel: shared-memory plan, dispatch by op
 //
 //===----------------------------------------------------------------------===//
 #ifndef KILN_LOWERING_GPUEMITTER_H
@@ -335,49 +345,7 @@ private:
 
   /// The elements of `v` in accumulator layout `m` (through shared memory
   /// unless `v` is uniform or already there).
-  SmallVector<Value> toMma(Value v, const Mma &m) {
-    if (mmaOf(v) == m)
-      return raw(v);
-    auto bc = v.getDefiningOp<kiln::BroadcastOp>();
-    SmallVector<Value> in = get(v);
-    if (in.size() == 1)
-      return in;
-    SmallVector<Value> out;
-    if (canRematerialize(v, 0)) {
-      // Index arithmetic (masks, offsets) is recomputed at each element.
-      for (int64_t j = 0; j < m.perThread(); ++j) {
-        auto [row, col] = mmaRowCol(m, j);
-        out.push_back(rematerialize(v, {row, col}));
-      }
-      return out;
-    }
-    auto tile = cast<RankedTensorType>(v.getType());
-    Type stored = storageType(tile.getElementType());
-    if (bc) {
-      // Gather from the (smaller) source of a broadcast, e.g. a bias row.
-      auto src = bc.getSrc().getType();
-      if (isUniform(bc.getSrc()))
-        return get(bc.getSrc());
-      reserveSmem(spill(bc.getSrc(), 0));
-      barrier();
-      for (int64_t j = 0; j < m.perThread(); ++j) {
-        auto [row, col] = mmaRowCol(m, j);
-        SmallVector<Value> idx{row, col};
-        for (int64_t d = 0; d < tile.getRank(); ++d)
-          if (src.getDimSize(d) == 1)
-            idx[d] = i32(0);
-        out.push_back(loadSmem(0, ravel(idx, src.getShape()), stored));
-      }
-      barrier();
-      return out;
-    }
-    reserveSmem(spill(v, 0));
-    barrier();
-    for (int64_t j = 0; j < m.perThread(); ++j)
-      out.push_back(loadSmem(0, mmaFlat(m, j), stored));
-    barrier();
-    return out;
-  }
+  SmallVector<Value> toMma(Value v, const Mma &m);
 
 
 
@@ -609,6 +577,8 @@ private:
   LogicalResult emitFor(scf::ForOp forOp);
 
   LogicalResult emitBroadcast(kiln::BroadcastOp bc);
+  /// kiln.make_range, splat, expand_dims and reshape.
+  LogicalResult emitShape(Operation *op);
 
   LogicalResult emitAddPtr(kiln::AddPtrOp ap);
 

@@ -1,4 +1,4 @@
-//===- MemoryToGpu.cpp - kiln addptr/load/store as per-thread accesses ----===//
+//===- LoadStoreToGpu.cpp - addptr, load, store, atomics, async copies, rings ===//
 #include "GpuEmitter.h"
 
 namespace kiln::gpu_lowering {

@@ -1,0 +1,155 @@
+//===- ShapeToGpu.cpp - make_range, splat, expand_dims, reshape, broadcast, trans ===//
+#include "GpuEmitter.h"
+
+namespace kiln::gpu_lowering {
+
+LogicalResult Emitter::emitShape(Operation *op) {
+  if (auto r = dyn_cast<kiln::MakeRangeOp>(op)) {
+    Layout l = layoutOf(r.getType());
+    auto &out = values[r];
+    for (int64_t j = 0; j < l.perThread; ++j)
+      out.push_back(arith::AddIOp::create(b, loc, flatIndex(l, j), i32(r.getStart())));
+    strides[r] = 1;
+    return success();
+  }
+  if (auto s = dyn_cast<kiln::SplatOp>(op)) {
+    values[s] = {get(s.getSrc())[0]};
+    strides[s] = 0;
+    return success();
+  }
+  {
+    // Same element count and row-major order; the layout may group
+    // elements differently (the last dimension can change), so regroup
+    // through shared memory when it does.
+    Value src = op->getOperand(0), dst = op->getResult(0);
+    if (rowsOf(src) || rowsOf(dst)) {
+      if (!rowsOf(src) || !rowsOf(dst) || !sameRows(*rowsOf(src), *rowsOf(dst)))
+        return op->emitError("convert-kiln-to-gpu: a row slice changes rows");
+      values[dst] = raw(src); // (M) and (M, 1): the same rows
+      return success();
+    }
+    Layout ls = layoutOf(src.getType()), ld = layoutOf(dst.getType());
+    SmallVector<Value> in = get(src);
+    if (in.size() == 1 || (ls.distributed == ld.distributed && ls.vec == ld.vec)) {
+      values[dst] = in;
+    } else {
+      Type stored = storageType(kiln::getElementTypeOrSelf(src.getType()));
+      reserveSmem(spill(src, 0));
+      barrier();
+      SmallVector<Value> out;
+      for (int64_t j = 0; j < ld.perThread; ++j)
+        out.push_back(loadSmem(0, flatIndex(ld, j), stored));
+      barrier();
+      values[dst] = out;
+    }
+    auto srcType = cast<RankedTensorType>(src.getType());
+    auto dstType = cast<RankedTensorType>(dst.getType());
+    if (srcType.getShape().back() == dstType.getShape().back())
+      inheritAlongLastDim(dst, src);
+    return success();
+  }
+}
+
+LogicalResult Emitter::emitBroadcast(kiln::BroadcastOp bc) {
+  auto src = bc.getSrc().getType();
+  auto dst = bc.getType();
+  if (src.getShape().back() == 1 && dst.getShape().back() != 1)
+    strides[bc] = 0;
+  else
+    inheritAlongLastDim(bc, bc.getSrc());
+  if (std::optional<Mma> to = mmaOf(bc.getResult())) {
+    // Along the rows of a row slice: the accumulator layout, nothing moves.
+    std::optional<Mma> rows = rowsOf(bc.getSrc());
+    if (isUniform(bc.getSrc())) {
+      values[bc] = raw(bc.getSrc());
+      return success();
+    }
+    if (!rows || !sameRows(*rows, *to))
+      return bc.emitError("convert-kiln-to-gpu: a broadcast into an accumulator layout needs a row "
+                          "slice of it");
+    values[bc] = broadcastRows(raw(bc.getSrc()), *to);
+    return success();
+  }
+  Layout ls = layoutOf(src), ld = layoutOf(dst);
+  SmallVector<Value> in = get(bc.getSrc());
+  if (isUniform(bc.getSrc())) { // e.g. a splat: nothing moves
+    values[bc] = {in[0]};
+    return success();
+  }
+  auto srcFlat = [&](ArrayRef<int64_t> dstIdx) {
+    int64_t f = 0;
+    for (int64_t d = 0; d < dst.getRank(); ++d)
+      f = f * src.getDimSize(d) + (src.getDimSize(d) == 1 ? 0 : dstIdx[d]);
+    return f;
+  };
+  auto &out = values[bc];
+  if (!ls.distributed && !ld.distributed) { // both replicated: a static gather
+    for (int64_t j = 0; j < ld.perThread; ++j) {
+      SmallVector<int64_t> idx(dst.getRank());
+      int64_t f = j;
+      for (int64_t d = dst.getRank() - 1; d >= 0; --d) {
+        idx[d] = f % dst.getDimSize(d);
+        f /= dst.getDimSize(d);
+      }
+      out.push_back(in[srcFlat(idx)]);
+    }
+    return success();
+  }
+  // Index arithmetic (ranges, splats, integer ops, pointer offsets) is
+  // recomputed at each destination element instead of moving through
+  // shared memory: no barriers between address computations and loads.
+  if (canRematerialize(bc.getSrc(), 0)) {
+    for (int64_t j = 0; j < ld.perThread; ++j) {
+      SmallVector<Value> idx = unravel(flatIndex(ld, j), dst.getShape());
+      for (int64_t d = 0; d < dst.getRank(); ++d)
+        if (src.getDimSize(d) == 1)
+          idx[d] = i32(0);
+      out.push_back(rematerialize(bc.getSrc(), idx));
+    }
+    return success();
+  }
+  Type elem = storageType(src.getElementType());
+  reserveSmem(spill(bc.getSrc(), 0));
+  barrier();
+  for (int64_t j = 0; j < ld.perThread; ++j) {
+    SmallVector<Value> idx = unravel(flatIndex(ld, j), dst.getShape());
+    for (int64_t d = 0; d < dst.getRank(); ++d)
+      if (src.getDimSize(d) == 1)
+        idx[d] = i32(0);
+    out.push_back(loadSmem(0, ravel(idx, src.getShape()), elem));
+  }
+  barrier();
+  return success();
+}
+
+LogicalResult Emitter::emitTrans(kiln::TransOp t) {
+  if (isa<kiln::SharedLayoutAttr>(kiln::getLayout(t.getType()))) {
+    if (!isa<kiln::SharedLayoutAttr>(kiln::getLayout(t.getSrc().getType())))
+      return t.emitError("convert-kiln-to-gpu: a transposed view in shared memory needs its source there");
+    return success(); // the dots read the source's tile transposed
+  }
+  Value src = t.getSrc();
+  if (isUniform(src)) {
+    values[t] = raw(src);
+    return success();
+  }
+  auto from = cast<RankedTensorType>(src.getType());
+  Type stored = storageType(from.getElementType());
+  reserveSmem(spill(src, 0));
+  barrier();
+  Layout l = layoutOf(t.getType());
+  int64_t cols = t.getType().getDimSize(1);
+  auto &out = values[t];
+  for (int64_t j = 0; j < l.perThread; ++j) {
+    // result (r, c) is source (c, r)
+    Value flat = flatIndex(l, j);
+    Value r = arith::DivUIOp::create(b, loc, flat, i32(cols));
+    Value c = arith::RemUIOp::create(b, loc, flat, i32(cols));
+    Value at = arith::AddIOp::create(b, loc, arith::MulIOp::create(b, loc, c, i32(from.getDimSize(1))), r);
+    out.push_back(loadSmem(0, at, stored));
+  }
+  barrier();
+  return success();
+}
+
+} // namespace kiln::gpu_lowering
