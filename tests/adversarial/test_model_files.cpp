@@ -12,7 +12,7 @@
 #include "../support/temp_dir.hpp"
 #include "kiln/gpt2/tokenizer.hpp"
 #include "kiln/gpt2/weights.hpp"
-#include "kiln/runtime/kernel.hpp"
+#include "kiln/core/error.hpp"
 
 #include <cmath>
 #include <cstring>

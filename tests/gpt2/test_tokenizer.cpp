@@ -4,7 +4,7 @@
 #include "../support/temp_dir.hpp"
 #include "bpe_reference.hpp"
 #include "kiln/gpt2/tokenizer.hpp"
-#include "kiln/runtime/kernel.hpp"
+#include "kiln/core/error.hpp"
 
 #include <nlohmann/json.hpp>
 
