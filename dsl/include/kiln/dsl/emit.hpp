@@ -3,6 +3,7 @@
 // The typed front end (tile.hpp) checks shapes and dtypes at C++ compile time
 // and then calls these functions, which append kiln ops to the kernel being
 // traced. Values are opaque handles so that user code never includes MLIR.
+// The compiler implements them (compiler/lib/Emit.cpp).
 //
 //===----------------------------------------------------------------------===//
 #pragma once

@@ -1,6 +1,7 @@
-//===- Context.cpp - MLIR contexts, diagnostics, small helpers ------------===//
+//===- Context.cpp - MLIR contexts and diagnostics ------------------------===//
+#include "TracedModule.h"
+
 #include "kiln/Lowering/Passes.h"
-#include "kiln/runtime/detail/traced_module.hpp"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Diagnostics.h"

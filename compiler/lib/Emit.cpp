@@ -6,8 +6,10 @@
 //===----------------------------------------------------------------------===//
 #include "kiln/dsl/emit.hpp"
 
+#include "TracedModule.h"
+
 #include "kiln/Dialect/KilnDialect.h"
-#include "kiln/runtime/detail/traced_module.hpp"
+#include "kiln/core/error.hpp"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
