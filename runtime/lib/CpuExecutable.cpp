@@ -1,23 +1,17 @@
-//===- CpuExecutable.cpp - JIT a kiln kernel for the host and launch it ---===//
-#include "kiln/runtime/detail/cpu_executable.hpp"
-#include "kiln/runtime/detail/thread_pool.hpp"
+//===- CpuExecutable.cpp - link a kernel's host code and launch it --------===//
+#include "CpuExecutable.h"
 
-#include "mlir/ExecutionEngine/ExecutionEngine.h"
-#include "mlir/ExecutionEngine/OptUtils.h"
+#include "kiln/runtime/detail/thread_pool.hpp"
 
 #include "llvm/ExecutionEngine/Orc/ExecutionUtils.h"
 #include "llvm/ExecutionEngine/Orc/LLJIT.h"
 #include "llvm/ExecutionEngine/Orc/Mangling.h"
-#include "llvm/IR/Module.h"
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/TargetSelect.h"
-#include "llvm/TargetParser/Host.h"
 
 #include <algorithm>
 #include <cstring>
-#include <filesystem>
 #include <mutex>
-#include <random>
 #include <vector>
 
 namespace {
@@ -54,7 +48,7 @@ llvm::orc::SymbolMap runtimeSymbols(llvm::orc::MangleAndInterner &interner) {
   return map;
 }
 
-/// The execution engine's packed entry point of kernel `name`.
+/// The packed entry point of kernel `name` (see kiln::compiler::Output).
 std::string packedName(const std::string &name) { return "_mlir_" + name; }
 
 void initNativeTarget() {
@@ -100,54 +94,10 @@ Slot toSlot(const kiln::Param &p, const kiln::KernelArg &a) {
 
 namespace kiln {
 
-CpuExecutable::CpuExecutable(mlir::ModuleOp module, const std::string &name, int optLevel,
-                             std::string &llvmIR, std::string *object) {
-  initNativeTarget();
-  auto optimize = mlir::makeOptimizingTransformer(unsigned(optLevel), 0, nullptr);
-  auto transformer = [&](llvm::Module *m) -> llvm::Error {
-    if (llvm::Error err = optimize(m))
-      return err;
-    llvm::raw_string_ostream os(llvmIR);
-    m->print(os, nullptr);
-    return llvm::Error::success();
-  };
-  mlir::ExecutionEngineOptions options;
-  options.transformer = transformer;
-  options.jitCodeGenOptLevel = optLevel >= 2 ? llvm::CodeGenOptLevel::Default
-                                             : llvm::CodeGenOptLevel::None;
-  options.enableGDBNotificationListener = false;
-  options.enablePerfNotificationListener = false;
-  options.enableObjectDump = object != nullptr;
-  auto engine = mlir::ExecutionEngine::create(module, options);
-  if (!engine)
-    throw Error("kiln: JIT compilation of '" + name + "' failed: " +
-                llvm::toString(engine.takeError()));
-  engine_ = std::move(*engine);
-  engine_->registerSymbols(
-      [](llvm::orc::MangleAndInterner interner) { return runtimeSymbols(interner); });
-  auto entry = engine_->lookupPacked(name);
-  if (!entry)
-    throw Error("kiln: JIT lookup of '" + name + "' failed: " + llvm::toString(entry.takeError()));
-  entry_ = *entry;
-  if (object) {
-    // The engine writes its object file only to a path: a private
-    // temporary one, read back and removed.
-    namespace fs = std::filesystem;
-    std::random_device rd;
-    fs::path file = fs::temp_directory_path() /
-                    ("kiln-" + name.substr(0, 64) + "-" + std::to_string(rd()) + ".o");
-    engine_->dumpToObjectFile(file.string());
-    auto bytes = llvm::MemoryBuffer::getFile(file.string());
-    *object = bytes ? (*bytes)->getBuffer().str() : std::string();
-    std::error_code ec;
-    fs::remove(file, ec);
-  }
-}
-
 CpuExecutable::CpuExecutable(const std::string &object, const std::string &name) {
   initNativeTarget();
   auto fail = [&](llvm::Error err) {
-    return Error("kiln: loading the cached host code of '" + name + "' failed: " +
+    return Error("kiln: loading the host code of '" + name + "' failed: " +
                  llvm::toString(std::move(err)));
   };
   auto jit = llvm::orc::LLJITBuilder().create();
@@ -155,8 +105,8 @@ CpuExecutable::CpuExecutable(const std::string &object, const std::string &name)
     throw fail(jit.takeError());
   jit_ = std::move(*jit);
   llvm::orc::JITDylib &lib = jit_->getMainJITDylib();
-  // Everything the engine resolves for a fresh compilation: this process's
-  // symbols (libc, libm) and kiln's own runtime functions.
+  // What the kernel's code may call: this process's symbols (libc, libm)
+  // and kiln's own runtime functions.
   auto process = llvm::orc::DynamicLibrarySearchGenerator::GetForCurrentProcess(
       jit_->getDataLayout().getGlobalPrefix());
   if (!process)
@@ -171,21 +121,6 @@ CpuExecutable::CpuExecutable(const std::string &object, const std::string &name)
   if (!entry)
     throw fail(entry.takeError());
   entry_ = entry->toPtr<void (*)(void **)>();
-}
-
-std::string CpuExecutable::host() {
-  static const std::string description = [] {
-    std::vector<std::string> features;
-    for (auto &f : llvm::sys::getHostCPUFeatures())
-      if (f.second)
-        features.push_back(f.first().str());
-    std::sort(features.begin(), features.end()); // the map's order is unspecified
-    std::string s = llvm::sys::getProcessTriple() + "|" + llvm::sys::getHostCPUName().str();
-    for (const std::string &f : features)
-      s += "|" + f;
-    return s;
-  }();
-  return description;
 }
 
 CpuExecutable::~CpuExecutable() = default;

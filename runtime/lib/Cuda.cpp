@@ -1,6 +1,6 @@
 //===- Cuda.cpp - CUDA driver entry points through dlopen -----------------===//
 #include "kiln/runtime/cuda.hpp"
-#include "kiln/runtime/detail/gpu_executable.hpp"
+#include "GpuExecutable.h"
 
 #include <algorithm>
 #include <dlfcn.h>

@@ -8,11 +8,11 @@
 //===----------------------------------------------------------------------===//
 #include <doctest/doctest.h>
 
-#include "../support/llmc.hpp"
-#include "../support/temp_dir.hpp"
+#include "support/llmc.hpp"
+#include "support/temp_dir.hpp"
 #include "kiln/gpt2/tokenizer.hpp"
 #include "kiln/gpt2/weights.hpp"
-#include "kiln/runtime/kernel.hpp"
+#include "kiln/core/error.hpp"
 
 #include <cmath>
 #include <cstring>

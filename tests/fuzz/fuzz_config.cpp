@@ -1,6 +1,6 @@
 //===- fuzz_config.cpp - libFuzzer: config.json ---------------------------===//
 #include "kiln/gpt2/weights.hpp"
-#include "kiln/runtime/kernel.hpp"
+#include "kiln/core/error.hpp"
 
 #include <cstdint>
 #include <string>

@@ -1,6 +1,6 @@
 //===- fuzz_llmc.cpp - libFuzzer: the llm.c checkpoint reader -------------===//
 #include "kiln/gpt2/weights.hpp"
-#include "kiln/runtime/kernel.hpp"
+#include "kiln/core/error.hpp"
 
 #include <cstdint>
 #include <string_view>

@@ -6,7 +6,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "kiln/gpt2/weights.hpp"
-#include "kiln/runtime/kernel.hpp"
+#include "kiln/core/error.hpp"
 
 #include <cstdint>
 #include <string_view>

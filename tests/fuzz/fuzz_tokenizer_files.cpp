@@ -6,7 +6,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "kiln/gpt2/tokenizer.hpp"
-#include "kiln/runtime/kernel.hpp"
+#include "kiln/core/error.hpp"
 
 #include <cstdint>
 #include <cstdio>

@@ -7,9 +7,9 @@
 //===----------------------------------------------------------------------===//
 #include <doctest/doctest.h>
 
-#include "../support/llmc.hpp"
-#include "../support/target.hpp"
-#include "../support/temp_dir.hpp"
+#include "support/llmc.hpp"
+#include "support/target.hpp"
+#include "support/temp_dir.hpp"
 #include "kiln/gpt2/model.hpp"
 #include "kiln/runtime/cuda.hpp"
 

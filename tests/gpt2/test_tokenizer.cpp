@@ -1,10 +1,10 @@
 //===- test_tokenizer.cpp - GPT-2's BPE against HF's ids -------------------===//
 #include <doctest/doctest.h>
 
-#include "../support/temp_dir.hpp"
+#include "support/temp_dir.hpp"
 #include "bpe_reference.hpp"
 #include "kiln/gpt2/tokenizer.hpp"
-#include "kiln/runtime/kernel.hpp"
+#include "kiln/core/error.hpp"
 
 #include <nlohmann/json.hpp>
 

@@ -7,8 +7,8 @@
 #define DOCTEST_CONFIG_IMPLEMENT_WITH_MAIN
 #include <doctest/doctest.h>
 
-#include "../support/check.hpp"
-#include "../support/target.hpp"
+#include "support/check.hpp"
+#include "support/target.hpp"
 #include "kiln/ops/attention.hpp"
 #include "kiln/ops/decoder.hpp"
 #include "kiln/ops/gemv.hpp"

@@ -1,7 +1,7 @@
 //===- check.hpp - comparing kernel output with a double reference --------===//
 #pragma once
 
-#include "kiln/dsl/dtype.hpp"
+#include "kiln/core/dtype.hpp"
 
 #include <cmath>
 #include <cstdio>

@@ -1,7 +1,7 @@
 //===- llmc.hpp - writing llm.c checkpoints for tests ---------------------===//
 #pragma once
 
-#include "kiln/dsl/dtype.hpp"
+#include "kiln/core/dtype.hpp"
 #include "kiln/gpt2/weights.hpp"
 
 #include <cstdint>

@@ -3,7 +3,7 @@
 
 #include "kiln/autotuner/autotune.hpp"
 #include "kiln/ops/elementwise.hpp"
-#include "../support/temp_cache.hpp"
+#include "support/temp_cache.hpp"
 
 #include <cstdlib>
 #include <filesystem>

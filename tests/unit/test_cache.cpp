@@ -4,8 +4,8 @@
 #include "kiln/kiln.hpp"
 #include "kiln/ops/softmax.hpp"
 #include "kiln/runtime/detail/kernel_cache.hpp"
-#include "../support/temp_cache.hpp"
-#include "../support/temp_dir.hpp"
+#include "support/temp_cache.hpp"
+#include "support/temp_dir.hpp"
 
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/SHA256.h"

@@ -1,7 +1,7 @@
 //===- File.cpp - reading model and tokenizer files -----------------------===//
 #include "File.h"
 
-#include "kiln/runtime/kernel.hpp"
+#include "kiln/core/error.hpp"
 
 #include <cerrno>
 #include <cstring>

@@ -2,7 +2,7 @@
 #include "Memory.h"
 
 #include "kiln/runtime/cuda.hpp"
-#include "kiln/runtime/kernel.hpp"
+#include "kiln/core/error.hpp"
 
 #include <fstream>
 #include <sstream>

@@ -4,7 +4,7 @@
 #include "File.h"
 #include "Json.h"
 
-#include "kiln/runtime/kernel.hpp"
+#include "kiln/core/error.hpp"
 
 #include <algorithm>
 #include <array>

@@ -5,7 +5,7 @@
 #include "Json.h"
 #include "Memory.h"
 #include "Parallel.h"
-#include "kiln/runtime/kernel.hpp"
+#include "kiln/core/error.hpp"
 
 #include <algorithm>
 #include <atomic>

@@ -3,26 +3,20 @@
 // The typed front end (tile.hpp) checks shapes and dtypes at C++ compile time
 // and then calls these functions, which append kiln ops to the kernel being
 // traced. Values are opaque handles so that user code never includes MLIR.
+// The compiler implements them (compiler/lib/Emit.cpp).
 //
 //===----------------------------------------------------------------------===//
 #pragma once
 
-#include "kiln/dsl/dtype.hpp"
+#include "kiln/core/dtype.hpp"
+#include "kiln/core/param.hpp"
+#include "kiln/core/traced_module.hpp"
 
 #include <cstdint>
 #include <memory>
 #include <span>
 #include <string>
 #include <vector>
-
-namespace kiln {
-class TracedModule;
-/// Deletes a traced module (defined where TracedModule is complete).
-struct TracedModuleDeleter {
-  void operator()(TracedModule *m) const;
-};
-using TracedModulePtr = std::unique_ptr<TracedModule, TracedModuleDeleter>;
-}
 
 namespace kiln::detail {
 
@@ -31,19 +25,13 @@ struct V {
   void *impl = nullptr;
 };
 
-/// A kernel parameter: a scalar of `dtype`, or a pointer to `dtype` elements.
-struct ParamDesc {
-  DType dtype;
-  bool is_pointer;
-};
-
 enum class BinOp { Add, Sub, Mul, Div, Rem, Max, Min, And, Or, Xor };
 enum class CmpOp { Lt, Le, Gt, Ge, Eq, Ne };
 enum class UnOp { Neg, Not, Exp, Exp2, Log, Sqrt, Rsqrt, Tanh, Abs, Erf, Sin, Cos, Floor, Ceil };
 enum class RedOp { Sum, Max, Min };
 
 // Kernel lifetime. Tracing is per thread; one kernel at a time.
-void begin_kernel(const std::string &name, std::span<const ParamDesc> params);
+void begin_kernel(const std::string &name, std::span<const Param> params);
 V param(int index);
 TracedModulePtr end_kernel();
 void abort_kernel() noexcept;

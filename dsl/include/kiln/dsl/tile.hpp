@@ -9,7 +9,7 @@
 //===----------------------------------------------------------------------===//
 #pragma once
 
-#include "kiln/dsl/dtype.hpp"
+#include "kiln/core/dtype.hpp"
 #include "kiln/dsl/emit.hpp"
 
 #include <array>

@@ -78,7 +78,7 @@ template <class X> struct ParamOf {
                                 "pointers (Ptr<T>) taken by value");
 };
 template <class T> struct ParamOf<Tile<T>> {
-  static ParamDesc desc() {
+  static Param desc() {
     if constexpr (is_ptr_v<T>)
       return {T::element::id, true};
     else
@@ -90,7 +90,7 @@ template <class F> struct Signature;
 template <class K, class... A> struct Signature<void (K::*)(A...) const> {
   using args = std::tuple<A...>;
   static constexpr std::size_t arity = sizeof...(A);
-  static std::array<ParamDesc, sizeof...(A)> params() { return {ParamOf<A>::desc()...}; }
+  static std::array<Param, sizeof...(A)> params() { return {ParamOf<A>::desc()...}; }
 };
 
 std::string kernel_name_from_type(const char *mangled);

@@ -7,66 +7,20 @@
 //===----------------------------------------------------------------------===//
 #pragma once
 
-#include "kiln/dsl/dtype.hpp"
-#include "kiln/dsl/emit.hpp"
+#include "kiln/core/dtype.hpp"
+#include "kiln/core/error.hpp"
+#include "kiln/core/param.hpp"
+#include "kiln/core/target.hpp"
+#include "kiln/core/traced_module.hpp"
 
 #include <array>
 #include <cstdint>
 #include <memory>
 #include <span>
-#include <stdexcept>
 #include <string>
 #include <vector>
 
 namespace kiln {
-
-/// Every error a user can cause (bad launch, bad IR, missing GPU) is reported
-/// by throwing this, with a message that says what is wrong.
-class Error : public std::runtime_error {
-public:
-  using std::runtime_error::runtime_error;
-};
-
-/// Where a kernel runs.
-struct Target {
-  enum class Kind { Cpu, Cuda };
-  Kind kind = Kind::Cpu;
-  std::string arch; // "sm_80", "sm_90a"; empty for the CPU
-  static Target cpu() { return {Kind::Cpu, ""}; }
-  static Target cuda(std::string sm) { return {Kind::Cuda, std::move(sm)}; }
-  std::string str() const { return kind == Kind::Cpu ? "cpu" : "cuda:" + arch; }
-};
-
-/// Compilation stages whose IR can be printed.
-enum class Stage {
-  Kiln,        ///< as traced, after canonicalization
-  Lowered,     ///< kiln ops replaced by standard dialects (tensor/linalg/scf/arith)
-  LLVMDialect, ///< MLIR's LLVM dialect
-  LLVMIR,      ///< LLVM IR
-  Ptx,         ///< PTX assembly (CUDA targets)
-};
-std::string_view to_string(Stage s);
-/// Parses "kiln", "lowered", "llvm-dialect", "llvm", "ptx"; throws Error otherwise.
-Stage parse_stage(std::string_view s);
-
-struct CompileOptions {
-  /// Print the IR after every pass to stderr (also: KILN_PRINT_IR_AFTER_ALL=1).
-  bool print_after_all = false;
-  /// Write the IR of every stage into this folder (also: KILN_DUMP_DIR).
-  std::string dump_dir;
-  /// LLVM optimisation level of the generated code (CPU).
-  int opt_level = 2;
-  /// Warps per program on CUDA targets.
-  int num_warps = 4;
-  /// Software-pipelining depth of loops on CUDA targets (1: off, 2: the loads
-  /// of the next iteration are issued before this iteration's work).
-  int num_stages = 2;
-  /// CUDA toolkit (for libdevice); also KILN_CUDA_PATH.
-  std::string cuda_path = "/usr/local/cuda";
-  /// Reuse and fill the on-disk kernel cache (CUDA targets; see KILN_CACHE_DIR,
-  /// KILN_CACHE=0).
-  bool use_cache = true;
-};
 
 /// Grid of programs; every axis at least 1.
 struct Grid {
@@ -101,13 +55,6 @@ struct KernelArg {
     else if constexpr (std::is_same_v<T, bool>) return DType::I1;
     else return DType::Ptr;
   }
-};
-
-/// A parameter of a compiled kernel.
-struct Param {
-  DType dtype;
-  bool is_pointer;
-  std::string describe() const;
 };
 
 /// A kernel compiled for one target: its IR at every stage and an executable.

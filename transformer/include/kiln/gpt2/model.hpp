@@ -13,7 +13,7 @@
 #pragma once
 
 #include "kiln/gpt2/weights.hpp"
-#include "kiln/runtime/kernel.hpp"
+#include "kiln/core/target.hpp"
 
 #include <functional>
 #include <memory>

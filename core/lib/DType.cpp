@@ -1,31 +1,10 @@
-//===- Context.cpp - MLIR contexts, diagnostics, small helpers ------------===//
-#include "kiln/Lowering/Passes.h"
-#include "kiln/runtime/detail/traced_module.hpp"
+//===- DType.cpp - names of element types, f16 conversions on the host ----===//
+#include "kiln/core/dtype.hpp"
+#include "kiln/core/param.hpp"
 
-#include "mlir/Dialect/Func/IR/FuncOps.h"
-#include "mlir/IR/Diagnostics.h"
+#include <cstring>
 
 namespace kiln {
-
-std::unique_ptr<mlir::MLIRContext> makeKilnContext() {
-  mlir::DialectRegistry registry;
-  registerKilnDialects(registry);
-  auto ctx = std::make_unique<mlir::MLIRContext>(registry, mlir::MLIRContext::Threading::DISABLED);
-  ctx->loadDialect<KilnDialect, mlir::func::FuncDialect, mlir::arith::ArithDialect,
-                   mlir::math::MathDialect, mlir::scf::SCFDialect, mlir::tensor::TensorDialect>();
-  return ctx;
-}
-
-DiagnosticCollector::DiagnosticCollector(mlir::MLIRContext *ctx) : ctx_(ctx) {
-  id_ = ctx->getDiagEngine().registerHandler([this](mlir::Diagnostic &d) {
-    llvm::raw_string_ostream os(text_);
-    os << d.getLocation() << ": " << d << "\n";
-    for (auto &note : d.getNotes())
-      os << "  note: " << note << "\n";
-    return mlir::success();
-  });
-}
-DiagnosticCollector::~DiagnosticCollector() { ctx_->getDiagEngine().eraseHandler(id_); }
 
 std::string_view to_string(DType t) {
   switch (t) {
@@ -44,25 +23,6 @@ std::string_view to_string(DType t) {
 
 std::string Param::describe() const {
   return is_pointer ? "ptr<" + std::string(to_string(dtype)) + ">" : std::string(to_string(dtype));
-}
-
-std::string_view to_string(Stage s) {
-  switch (s) {
-  case Stage::Kiln: return "kiln";
-  case Stage::Lowered: return "lowered";
-  case Stage::LLVMDialect: return "llvm-dialect";
-  case Stage::LLVMIR: return "llvm";
-  case Stage::Ptx: return "ptx";
-  }
-  return "?";
-}
-
-Stage parse_stage(std::string_view s) {
-  for (Stage st : {Stage::Kiln, Stage::Lowered, Stage::LLVMDialect, Stage::LLVMIR, Stage::Ptx})
-    if (to_string(st) == s)
-      return st;
-  throw Error("kiln: unknown IR stage '" + std::string(s) +
-              "' (expected kiln, lowered, llvm-dialect, llvm or ptx)");
 }
 
 uint16_t half::from_float(float f) {

@@ -1,12 +1,13 @@
-//===- traced_module.hpp - a traced kernel: MLIR context + kiln module ----===//
+//===- TracedModule.h - a traced kernel: MLIR context + kiln module -------===//
 //
-// Internal: shared by the tracer (dsl/) and the compiler (runtime/). Users
-// only see `std::unique_ptr<kiln::TracedModule>`.
+// Internal to the compiler: shared by the tracer (Emit.cpp) and the driver
+// (Compiler.cpp). Everyone else holds a kiln::TracedModulePtr.
 //
 //===----------------------------------------------------------------------===//
 #pragma once
 
-#include "kiln/runtime/kernel.hpp"
+#include "kiln/core/param.hpp"
+#include "kiln/core/traced_module.hpp"
 
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/MLIRContext.h"

@@ -1,4 +1,4 @@
-//===- gpu_executable.hpp - a kernel as PTX, loaded on first launch -------===//
+//===- GpuExecutable.h - a kernel as PTX, loaded on first launch ----------===//
 #pragma once
 
 #include "kiln/runtime/kernel.hpp"

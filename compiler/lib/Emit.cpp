@@ -6,8 +6,10 @@
 //===----------------------------------------------------------------------===//
 #include "kiln/dsl/emit.hpp"
 
+#include "TracedModule.h"
+
 #include "kiln/Dialect/KilnDialect.h"
-#include "kiln/runtime/detail/traced_module.hpp"
+#include "kiln/core/error.hpp"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -86,7 +88,7 @@ ArrayRef<int64_t> shapeOf(Value v) {
 
 } // namespace
 
-void begin_kernel(const std::string &name, std::span<const ParamDesc> params) {
+void begin_kernel(const std::string &name, std::span<const Param> params) {
   if (state)
     throw Error("kiln: kernel '" + name + "' traced while another kernel is being traced");
   TracedModulePtr traced(new TracedModule());
@@ -98,10 +100,10 @@ void begin_kernel(const std::string &name, std::span<const ParamDesc> params) {
   Location l = NameLoc::get(StringAttr::get(ctx, name));
   traced->module = ModuleOp::create(l);
   SmallVector<Type> types;
-  for (const ParamDesc &p : params) {
+  for (const Param &p : params) {
     Type t = scalarType(ctx, p.dtype);
     types.push_back(p.is_pointer ? Type(kiln::PtrType::get(ctx, t)) : t);
-    traced->params.push_back(Param{p.dtype, p.is_pointer});
+    traced->params.push_back(p);
   }
   s.builder.setInsertionPointToEnd(traced->module->getBody());
   s.func = func::FuncOp::create(s.builder, l, name, FunctionType::get(ctx, types, {}));

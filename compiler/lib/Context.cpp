@@ -1,0 +1,31 @@
+//===- Context.cpp - MLIR contexts and diagnostics ------------------------===//
+#include "TracedModule.h"
+
+#include "kiln/Lowering/Passes.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/Diagnostics.h"
+
+namespace kiln {
+
+std::unique_ptr<mlir::MLIRContext> makeKilnContext() {
+  mlir::DialectRegistry registry;
+  registerKilnDialects(registry);
+  auto ctx = std::make_unique<mlir::MLIRContext>(registry, mlir::MLIRContext::Threading::DISABLED);
+  ctx->loadDialect<KilnDialect, mlir::func::FuncDialect, mlir::arith::ArithDialect,
+                   mlir::math::MathDialect, mlir::scf::SCFDialect, mlir::tensor::TensorDialect>();
+  return ctx;
+}
+
+DiagnosticCollector::DiagnosticCollector(mlir::MLIRContext *ctx) : ctx_(ctx) {
+  id_ = ctx->getDiagEngine().registerHandler([this](mlir::Diagnostic &d) {
+    llvm::raw_string_ostream os(text_);
+    os << d.getLocation() << ": " << d << "\n";
+    for (auto &note : d.getNotes())
+      os << "  note: " << note << "\n";
+    return mlir::success();
+  });
+}
+DiagnosticCollector::~DiagnosticCollector() { ctx_->getDiagEngine().eraseHandler(id_); }
+
+} // namespace kiln
