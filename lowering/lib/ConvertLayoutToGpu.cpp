@@ -51,7 +51,6 @@ LogicalResult Emitter::emitConvertLayout(kiln::ConvertLayoutOp op) {
     values[dst] = raw(src);
   else
     return op.emitError("convert-kiln-to-gpu: unsupported conversion from ") << from << " to " << to;
-  inheritAlongLastDim(dst, src);
   return success();
 }
 

@@ -6,7 +6,6 @@ namespace kiln::gpu_lowering {
 LogicalResult Emitter::emitConstant(arith::ConstantOp c) {
   if (auto splat = dyn_cast<SplatElementsAttr>(c.getValue())) {
     values[c] = {arith::ConstantOp::create(b, loc, cast<TypedAttr>(splat.getSplatValue<Attribute>()))};
-    strides[c] = 0;
     return success();
   }
   if (isa<RankedTensorType>(c.getType()))
@@ -46,10 +45,6 @@ LogicalResult Emitter::emitElementwise(Operation *op) {
     out.push_back(b.create(state)->getResult(0));
   }
   values[result] = out;
-  if (!mmaOf(result) && !rowsOf(result)) {
-    setStride(result, strideThrough(op));
-    notePrefix(op);
-  }
   return success();
 }
 

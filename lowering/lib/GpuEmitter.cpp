@@ -4,6 +4,7 @@
 namespace kiln::gpu_lowering {
 
 LogicalResult Emitter::run(func::FuncOp src, gpu::GPUFuncOp dst) {
+  axis.emplace(src);
   b.setInsertionPointToStart(&dst.getBody().front());
   Value t = gpu::ThreadIdOp::create(b, loc, gpu::Dimension::x);
   tid = arith::IndexCastOp::create(b, loc, b.getI32Type(), t);

@@ -21,6 +21,8 @@
 
 #include "kiln/Lowering/Passes.h"
 
+#include "Analysis/AxisInfo.h"
+
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/LLVMIR/NVVMDialect.h"
@@ -139,83 +141,11 @@ private:
     return arith::AddIOp::create(b, loc, t, i32(g * threads * l.vec + v));
   }
 
-  //===--------------------------------------------------------------------===//
-  // Strides along the last dimension (0: same value, 1: consecutive), used to
-  // find vectorisable global accesses. Unknown values have no entry.
-  //===--------------------------------------------------------------------===//
-
-  DenseMap<Value, int64_t> strides;
-  std::optional<int64_t> strideOf(Value v) {
-    auto it = values.find(v);
-    if (it != values.end() && isUniform(v))
-      return 0;
-    auto s = strides.find(v);
-    if (s == strides.end())
-      return std::nullopt;
-    return s->second;
-  }
-  void setStride(Value v, std::optional<int64_t> s) {
-    if (s && (*s == 0 || *s == 1))
-      strides[v] = *s;
-  }
-  /// Masks that are true for a prefix of every run along the last dimension
-  /// (`i < n` with i consecutive and n the same along it, and conjunctions of
-  /// such with masks uniform along it): a group of consecutive elements is
-  /// wholly set if its last bit is, and partly set if its first is.
-  DenseSet<Value> prefixMasks;
-  bool isPrefix(Value mask) { return prefixMasks.contains(mask); }
-  /// `dst`, a reshaped or broadcast `src` with the same last dimension, runs
-  /// along it as `src` does.
-  void inheritAlongLastDim(Value dst, Value src) {
-    setStride(dst, strideOf(src));
-    if (isPrefix(src))
-      prefixMasks.insert(dst);
-  }
-  /// Records whether the result of element-wise `op` is a prefix mask.
-  void notePrefix(Operation *op) {
-    Value r = op->getResult(0);
-    auto prefixOrUniform = [&](Value v) { return isPrefix(v) || strideOf(v) == 0; };
-    if (isa<arith::AndIOp>(op) && llvm::any_of(op->getOperands(), [&](Value v) { return isPrefix(v); }) &&
-        llvm::all_of(op->getOperands(), prefixOrUniform)) {
-      prefixMasks.insert(r);
-      return;
-    }
-    auto cmp = dyn_cast<arith::CmpIOp>(op);
-    if (!cmp)
-      return;
-    auto lhs = strideOf(cmp.getLhs()), rhs = strideOf(cmp.getRhs());
-    using P = arith::CmpIPredicate;
-    P p = cmp.getPredicate();
-    bool below = p == P::slt || p == P::ult || p == P::sle || p == P::ule;
-    bool above = p == P::sgt || p == P::ugt || p == P::sge || p == P::uge;
-    if ((below && lhs == 1 && rhs == 0) || (above && lhs == 0 && rhs == 1))
-      prefixMasks.insert(r);
-  }
-  /// Stride of an element-wise integer op's result from its operands'.
-  std::optional<int64_t> strideThrough(Operation *op) {
-    auto sa = op->getNumOperands() > 0 ? strideOf(op->getOperand(0)) : std::nullopt;
-    auto sb = op->getNumOperands() > 1 ? strideOf(op->getOperand(1)) : std::nullopt;
-    if (llvm::all_of(op->getOperands(), [&](Value v) { return strideOf(v) == 0; }))
-      return 0;
-    if (!sa || !sb)
-      return std::nullopt;
-    if (isa<arith::AddIOp>(op))
-      return *sa + *sb;
-    if (isa<arith::SubIOp>(op))
-      return *sa - *sb;
-    if (isa<arith::MulIOp>(op)) {
-      // x * 1 keeps x's stride.
-      for (int i = 0; i < 2; ++i) {
-        APInt c;
-        if (strideOf(op->getOperand(1 - i)) == 0 &&
-            matchPattern(op->getOperand(1 - i), m_ConstantInt(&c)) && c.isOne())
-          return i == 0 ? sa : sb;
-      }
-    }
-    if (isa<arith::ExtSIOp, arith::ExtUIOp, arith::IndexCastOp>(op))
-      return sa;
-    return std::nullopt;
-  }
+  /// Strides and prefix masks along the last dimension (see AxisInfo),
+  /// which decide the vector accesses.
+  std::optional<AxisInfo> axis;
+  std::optional<int64_t> strideOf(Value v) const { return axis->stride(v); }
+  bool isPrefix(Value mask) const { return axis->isPrefixMask(mask); }
 
   /// A distributed tile of exactly one element per thread: its one value is
   /// this thread's element, not a value shared by every element.

@@ -9,8 +9,6 @@ bool isZeroFill(Value fill) { return matchPattern(fill, m_Zero()) || matchPatter
 } // namespace
 
 LogicalResult Emitter::emitAddPtr(kiln::AddPtrOp ap) {
-  if (auto sp = strideOf(ap.getPtr()), so = strideOf(ap.getOffset()); sp && so && *sp == 0)
-    setStride(ap, so);
   Type pointee = cast<kiln::PtrType>(kiln::getElementTypeOrSelf(ap.getType())).getPointeeType();
   Layout l = layoutOf(ap.getType());
   bool uniform = get(ap.getPtr()).size() == 1 && get(ap.getOffset()).size() == 1;

@@ -9,12 +9,10 @@ LogicalResult Emitter::emitShape(Operation *op) {
     auto &out = values[r];
     for (int64_t j = 0; j < l.perThread; ++j)
       out.push_back(arith::AddIOp::create(b, loc, flatIndex(l, j), i32(r.getStart())));
-    strides[r] = 1;
     return success();
   }
   if (auto s = dyn_cast<kiln::SplatOp>(op)) {
     values[s] = {get(s.getSrc())[0]};
-    strides[s] = 0;
     return success();
   }
   {
@@ -42,10 +40,6 @@ LogicalResult Emitter::emitShape(Operation *op) {
       barrier();
       values[dst] = out;
     }
-    auto srcType = cast<RankedTensorType>(src.getType());
-    auto dstType = cast<RankedTensorType>(dst.getType());
-    if (srcType.getShape().back() == dstType.getShape().back())
-      inheritAlongLastDim(dst, src);
     return success();
   }
 }
@@ -53,10 +47,6 @@ LogicalResult Emitter::emitShape(Operation *op) {
 LogicalResult Emitter::emitBroadcast(kiln::BroadcastOp bc) {
   auto src = bc.getSrc().getType();
   auto dst = bc.getType();
-  if (src.getShape().back() == 1 && dst.getShape().back() != 1)
-    strides[bc] = 0;
-  else
-    inheritAlongLastDim(bc, bc.getSrc());
   if (std::optional<Mma> to = mmaOf(bc.getResult())) {
     // Along the rows of a row slice: the accumulator layout, nothing moves.
     std::optional<Mma> rows = rowsOf(bc.getSrc());

@@ -54,7 +54,7 @@ bool isUniform(Value v, int depth) {
   DenseElementsAttr dense;
   if (matchPattern(op, m_Constant(&dense)))
     return dense.isSplat();
-  if (isa<BroadcastOp, ExpandDimsOp, ReshapeOp, ConvertLayoutOp>(op) || isElementwise(op))
+  if (isa<BroadcastOp, ExpandDimsOp, ReshapeOp, TransOp, ConvertLayoutOp, AddPtrOp>(op) || isElementwise(op))
     return llvm::all_of(op->getOperands(), [&](Value x) { return isUniform(x, depth + 1); });
   return false;
 }

@@ -29,7 +29,8 @@ bool isTensorCoreLayout(mlir::Attribute layout);
 bool keepsSwizzled(mlir::RankedTensorType type);
 
 /// Whether `v` holds one value for every element: a splat, a splat
-/// constant, or shape and element-wise ops of such values and scalars.
+/// constant, or shape, pointer and element-wise ops of such values and
+/// scalars.
 bool isUniform(mlir::Value v, int depth = 0);
 
 /// Element-wise ops that keep their operands' layout: arith and math ops of
