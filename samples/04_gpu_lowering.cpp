@@ -1,10 +1,12 @@
 //===- 04_gpu_lowering.cpp - lesson 4: the same kernel for the GPU --------===//
 //
 // What this teaches: a kernel is target-independent. Compiled for
-// `Target::cuda("sm_90a")` it goes kiln -> gpu.func with per-thread layouts
-// (`lowered`: each tile becomes the elements one thread holds; loads are
-// 128-bit where addresses are consecutive) -> NVVM (`llvm-dialect`) -> LLVM
-// IR -> PTX. Compiling needs no GPU; running does: with one, the kernel runs
+// `Target::cuda("sm_90a")` it goes kiln -> kiln with a layout on every tile
+// (`#kiln.blocked`, `#kiln.mma`, ...: which elements each thread holds,
+// chosen by the layout passes; KILN_PRINT_IR_AFTER_ALL=1 shows them) ->
+// gpu.func (`lowered`: each tile becomes the elements one thread holds; loads
+// are 128-bit where addresses are consecutive) -> NVVM (`llvm-dialect`) ->
+// LLVM IR -> PTX. Compiling needs no GPU; running does: with one, the kernel runs
 // and is checked against the CPU build of the same kernel.
 //
 //===----------------------------------------------------------------------===//
