@@ -28,8 +28,8 @@ LogicalResult Emitter::emitFor(scf::ForOp forOp) {
     for (int64_t j = 0; j < counts.back(); ++j)
       inits.push_back(pick(vs, j));
   }
-  auto loop = scf::ForOp::create(b, loc, get(forOp.getLowerBound())[0],
-                                 get(forOp.getUpperBound())[0], get(forOp.getStep())[0], inits);
+  auto loop = scf::ForOp::create(b, loc, raw(forOp.getLowerBound())[0],
+                                 raw(forOp.getUpperBound())[0], raw(forOp.getStep())[0], inits);
   Block *body = loop.getBody();
   if (!body->empty() && body->back().hasTrait<OpTrait::IsTerminator>())
     body->back().erase();

@@ -105,14 +105,14 @@ bool Emitter::canRematerialize(Value v, int depth) {
   if (isa<kiln::MakeRangeOp>(op))
     return true;
   if (auto s = dyn_cast<kiln::SplatOp>(op))
-    return get(s.getSrc()).size() == 1;
+    return raw(s.getSrc()).size() == 1;
   if (isa<kiln::ExpandDimsOp, kiln::BroadcastOp, kiln::AddPtrOp>(op) ||
       (op->getDialect() && op->getDialect()->getNamespace() == "arith" &&
        op->hasTrait<OpTrait::Elementwise>() && op->getNumResults() == 1 &&
        isa<IntegerType, kiln::PtrType>(kiln::getElementTypeOrSelf(op->getResult(0).getType())))) {
     for (Value operand : op->getOperands())
       if (isa<RankedTensorType>(operand.getType()) ? !canRematerialize(operand, depth + 1)
-                                                    : get(operand).size() != 1)
+                                                    : raw(operand).size() != 1)
         return false;
     return true;
   }
@@ -127,7 +127,7 @@ Value Emitter::rematerialize(Value v, ArrayRef<Value> idx) {
   if (auto r = dyn_cast<kiln::MakeRangeOp>(op))
     return arith::AddIOp::create(b, loc, idx[0], i32(r.getStart()));
   if (auto s = dyn_cast<kiln::SplatOp>(op))
-    return get(s.getSrc())[0];
+    return raw(s.getSrc())[0];
   if (auto e = dyn_cast<kiln::ExpandDimsOp>(op)) {
     SmallVector<Value> inner(idx);
     inner.erase(inner.begin() + e.getAxis());
@@ -142,7 +142,7 @@ Value Emitter::rematerialize(Value v, ArrayRef<Value> idx) {
     return rematerialize(bc.getSrc(), inner);
   }
   auto at = [&](Value operand) {
-    return isa<RankedTensorType>(operand.getType()) ? rematerialize(operand, idx) : get(operand)[0];
+    return isa<RankedTensorType>(operand.getType()) ? rematerialize(operand, idx) : raw(operand)[0];
   };
   if (auto ap = dyn_cast<kiln::AddPtrOp>(op)) {
     Type pointee = cast<kiln::PtrType>(kiln::getElementTypeOrSelf(ap.getType())).getPointeeType();
@@ -166,7 +166,7 @@ SmallVector<Value> Emitter::toMma(Value v, const Mma &m) {
   if (mmaOf(v) == m)
     return raw(v);
   auto bc = v.getDefiningOp<kiln::BroadcastOp>();
-  SmallVector<Value> in = get(v);
+  SmallVector<Value> in = raw(v);
   if (in.size() == 1)
     return in;
   SmallVector<Value> out;
@@ -184,7 +184,7 @@ SmallVector<Value> Emitter::toMma(Value v, const Mma &m) {
     // Gather from the (smaller) source of a broadcast, e.g. a bias row.
     auto src = bc.getSrc().getType();
     if (isUniform(bc.getSrc()))
-      return get(bc.getSrc());
+      return raw(bc.getSrc());
     reserveSmem(spill(bc.getSrc(), 0));
     barrier();
     for (int64_t j = 0; j < m.perThread(); ++j) {

@@ -169,10 +169,8 @@ private:
     assert(it != values.end() && "value emitted before use");
     return it->second;
   }
-  /// The elements of `v`, in the layout its type says.
-  SmallVector<Value> get(Value v) { return raw(v); }
   Value elem(Value v, int64_t j) {
-    auto vs = get(v);
+    auto vs = raw(v);
     return vs.size() == 1 ? vs[0] : vs[j];
   }
   static Value pick(ArrayRef<Value> vs, int64_t j) { return vs.size() == 1 ? vs[0] : vs[j]; }
@@ -448,7 +446,7 @@ private:
       return bytes;
     }
     Layout l = layoutOf(tile);
-    SmallVector<Value> vs = get(v);
+    SmallVector<Value> vs = raw(v);
     int64_t width = vectorWidth(l, stored);
     auto index = [&](int64_t j) -> Value {
       Value flat = flatIndex(l, j);

@@ -11,7 +11,7 @@ bool isZeroFill(Value fill) { return matchPattern(fill, m_Zero()) || matchPatter
 LogicalResult Emitter::emitAddPtr(kiln::AddPtrOp ap) {
   Type pointee = cast<kiln::PtrType>(kiln::getElementTypeOrSelf(ap.getType())).getPointeeType();
   Layout l = layoutOf(ap.getType());
-  bool uniform = get(ap.getPtr()).size() == 1 && get(ap.getOffset()).size() == 1;
+  bool uniform = raw(ap.getPtr()).size() == 1 && raw(ap.getOffset()).size() == 1;
   Value size = arith::ConstantOp::create(b, loc, b.getI64IntegerAttr(byteSize(pointee)));
   auto &out = values[ap];
   for (int64_t j = 0; j < (uniform ? 1 : l.perThread); ++j) {
@@ -201,9 +201,9 @@ LogicalResult Emitter::emitLoad(kiln::LoadOp ld) {
   Layout l = layoutOf(ld.getType());
   int64_t width = vectorWidth(l, elemType);
   if (width > 1 && strideOf(ld.getPtr()) == 1) {
-    SmallVector<Value> ptrs = get(ld.getPtr());
-    SmallVector<Value> masks = ld.getMask() ? get(ld.getMask()) : SmallVector<Value>{};
-    SmallVector<Value> fills = ld.getOther() ? get(ld.getOther()) : SmallVector<Value>{};
+    SmallVector<Value> ptrs = raw(ld.getPtr());
+    SmallVector<Value> masks = ld.getMask() ? raw(ld.getMask()) : SmallVector<Value>{};
+    SmallVector<Value> fills = ld.getOther() ? raw(ld.getOther()) : SmallVector<Value>{};
     SmallVector<Value> out;
     for (int64_t j = 0; j < l.perThread; j += width) {
       SmallVector<Value> a, m, f;
@@ -220,9 +220,9 @@ LogicalResult Emitter::emitLoad(kiln::LoadOp ld) {
     values[ld] = out;
     return success();
   }
-  SmallVector<Value> ptrs = get(ld.getPtr());
-  SmallVector<Value> masks = ld.getMask() ? get(ld.getMask()) : SmallVector<Value>{};
-  SmallVector<Value> fills = ld.getOther() ? get(ld.getOther()) : SmallVector<Value>{};
+  SmallVector<Value> ptrs = raw(ld.getPtr());
+  SmallVector<Value> masks = ld.getMask() ? raw(ld.getMask()) : SmallVector<Value>{};
+  SmallVector<Value> fills = ld.getOther() ? raw(ld.getOther()) : SmallVector<Value>{};
   SmallVector<Value> out;
   for (int64_t j = 0; j < l.perThread; ++j)
     out.push_back(loadOne(elemType, pick(ptrs, j), masks.empty() ? Value() : pick(masks, j),
@@ -238,8 +238,8 @@ LogicalResult Emitter::emitStore(kiln::StoreOp st) {
   // An element several threads hold is stored by one of them.
   Value owner = ownsElements(l);
   if (width > 1 && !owner && strideOf(st.getPtr()) == 1) {
-    SmallVector<Value> ptrs = get(st.getPtr()), vals = get(st.getValue());
-    SmallVector<Value> masks = st.getMask() ? get(st.getMask()) : SmallVector<Value>{};
+    SmallVector<Value> ptrs = raw(st.getPtr()), vals = raw(st.getValue());
+    SmallVector<Value> masks = st.getMask() ? raw(st.getMask()) : SmallVector<Value>{};
     int64_t bytes = width * byteSize(elemType);
     for (int64_t j = 0; j < l.perThread; j += width) {
       SmallVector<Value> part, groupMasks;
@@ -260,8 +260,8 @@ LogicalResult Emitter::emitStore(kiln::StoreOp st) {
     }
     return success();
   }
-  SmallVector<Value> ptrs = get(st.getPtr()), vals = get(st.getValue());
-  SmallVector<Value> masks = st.getMask() ? get(st.getMask()) : SmallVector<Value>{};
+  SmallVector<Value> ptrs = raw(st.getPtr()), vals = raw(st.getValue());
+  SmallVector<Value> masks = st.getMask() ? raw(st.getMask()) : SmallVector<Value>{};
   for (int64_t j = 0; j < l.perThread; ++j) {
     Value mask = masks.empty() ? Value() : pick(masks, j);
     if (!owner) {
@@ -285,8 +285,8 @@ LogicalResult Emitter::emitAtomicAdd(kiln::AtomicAddOp op) {
   barrier();
   reserveSmem(4);
   onlyIf(ownsElements(layoutOf(op.getPtr().getType())), [&] {
-    Value old = LLVM::AtomicRMWOp::create(b, loc, LLVM::AtomicBinOp::add, globalPtr(get(op.getPtr())[0]),
-                                          get(op.getValue())[0], LLVM::AtomicOrdering::acq_rel, "device");
+    Value old = LLVM::AtomicRMWOp::create(b, loc, LLVM::AtomicBinOp::add, globalPtr(raw(op.getPtr())[0]),
+                                          raw(op.getValue())[0], LLVM::AtomicOrdering::acq_rel, "device");
     storeSmem(0, i32(0), old);
   });
   barrier();
@@ -325,14 +325,14 @@ LogicalResult Emitter::emitAsyncCopy(kiln::AsyncCopyOp cp) {
   if (elemType.isInteger(1))
     return cp.emitError("convert-kiln-to-gpu: copies of i1 are not supported");
   const Ring &ring = rings.at(cp.getRing());
-  Value stage = get(cp.getStage())[0];
+  Value stage = raw(cp.getStage())[0];
   SmemTile dst{arith::AddIOp::create(b, loc, i32(ring.offset),
                                      arith::MulIOp::create(b, loc, stage, i32(ring.stride))),
                tile, keepsSwizzled(tile)};
   Layout l = layoutOf(cp.getPtr().getType());
-  SmallVector<Value> ptrs = get(cp.getPtr());
-  SmallVector<Value> masks = cp.getMask() ? get(cp.getMask()) : SmallVector<Value>{};
-  SmallVector<Value> fills = cp.getOther() ? get(cp.getOther()) : SmallVector<Value>{};
+  SmallVector<Value> ptrs = raw(cp.getPtr());
+  SmallVector<Value> masks = cp.getMask() ? raw(cp.getMask()) : SmallVector<Value>{};
+  SmallVector<Value> fills = cp.getOther() ? raw(cp.getOther()) : SmallVector<Value>{};
   auto at = [](ArrayRef<Value> vs, int64_t j) { return vs.empty() ? Value() : pick(vs, j); };
   int64_t width = vectorWidth(l, elemType);
   int64_t bytes = width * byteSize(elemType);
@@ -371,7 +371,7 @@ LogicalResult Emitter::emitAsyncCopy(kiln::AsyncCopyOp cp) {
 LogicalResult Emitter::emitLocalLoad(kiln::LocalLoadOp ll) {
   const Ring &ring = rings.at(ll.getRing());
   RankedTensorType tile = ll.getType();
-  Value stage = get(ll.getStage())[0];
+  Value stage = raw(ll.getStage())[0];
   SmemTile t{arith::AddIOp::create(b, loc, i32(ring.offset),
                                    arith::MulIOp::create(b, loc, stage, i32(ring.stride))),
              tile, keepsSwizzled(tile)};

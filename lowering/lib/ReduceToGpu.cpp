@@ -72,7 +72,7 @@ LogicalResult Emitter::emitReduce(kiln::ReduceOp red) {
   if (src.getRank() == 1 && ls.distributed && !isUniform(red.getSrc()) && shuffleable) {
     // Per thread, then butterfly shuffles within the warp, then across warps
     // (16-bit floats are combined in f32).
-    SmallVector<Value> in = get(red.getSrc());
+    SmallVector<Value> in = raw(red.getSrc());
     Type f32 = b.getF32Type();
     auto widen = [&](Value v) { return narrowFloat ? Value(arith::ExtFOp::create(b, loc, f32, v)) : v; };
     Type accType = narrowFloat ? f32 : elemType;
@@ -99,7 +99,7 @@ LogicalResult Emitter::emitReduce(kiln::ReduceOp red) {
   Layout ld = layoutOf(red.getType());
   if (!ls.distributed && !ld.distributed && !isUniform(red.getSrc())) {
     // Every thread holds every element: reduce in registers, no exchange.
-    SmallVector<Value> in = get(red.getSrc());
+    SmallVector<Value> in = raw(red.getSrc());
     ArrayRef<int64_t> shape = src.getShape();
     int64_t axis = red.getAxis(), len = shape[axis], inner = 1;
     for (int64_t d = axis + 1; d < src.getRank(); ++d)
@@ -161,7 +161,7 @@ std::optional<SmallVector<Value>> Emitter::reduceAxisInParallel(kiln::ReduceOp r
     return x;
   };
   Layout ld = layoutOf(red.getType());
-  SmallVector<Value> in = get(red.getSrc()), out;
+  SmallVector<Value> in = raw(red.getSrc()), out;
   auto finish = [&](Value v) { return narrowFloat ? Value(arith::TruncFOp::create(b, loc, elemType, v)) : v; };
   if (axis == rank - 1) {
     // Segments of S consecutive groups lie in one row and one warp: combine
@@ -290,7 +290,7 @@ LogicalResult Emitter::emitArgMax(kiln::ArgMaxOp am) {
     // Per thread (its elements in increasing index order), then (value,
     // index) pairs across the warp, then across warps; ties go to the
     // smaller index.
-    SmallVector<Value> in = get(am.getSrc());
+    SmallVector<Value> in = raw(am.getSrc());
     Type f32 = b.getF32Type();
     auto widen = [&](Value v) { return fp && !elemType.isF32() ? Value(arith::ExtFOp::create(b, loc, f32, v)) : v; };
     Value best = widen(in[0]), at = flatIndex(ls, 0);
@@ -334,7 +334,7 @@ LogicalResult Emitter::emitArgMax(kiln::ArgMaxOp am) {
   }
   if (src.getRank() == 1 && !ls.distributed && !isUniform(am.getSrc())) {
     // Every thread holds every element: scan in registers (the first maximum wins).
-    SmallVector<Value> in = get(am.getSrc());
+    SmallVector<Value> in = raw(am.getSrc());
     Value best = in[0], at = i32(0);
     for (int64_t j = 1; j < int64_t(in.size()); ++j) {
       Value gt = greater(in[j], best);

@@ -12,7 +12,7 @@ LogicalResult Emitter::emitShape(Operation *op) {
     return success();
   }
   if (auto s = dyn_cast<kiln::SplatOp>(op)) {
-    values[s] = {get(s.getSrc())[0]};
+    values[s] = {raw(s.getSrc())[0]};
     return success();
   }
   {
@@ -27,7 +27,7 @@ LogicalResult Emitter::emitShape(Operation *op) {
       return success();
     }
     Layout ls = layoutOf(src.getType()), ld = layoutOf(dst.getType());
-    SmallVector<Value> in = get(src);
+    SmallVector<Value> in = raw(src);
     if (in.size() == 1 || (ls.distributed == ld.distributed && ls.vec == ld.vec)) {
       values[dst] = in;
     } else {
@@ -61,7 +61,7 @@ LogicalResult Emitter::emitBroadcast(kiln::BroadcastOp bc) {
     return success();
   }
   Layout ls = layoutOf(src), ld = layoutOf(dst);
-  SmallVector<Value> in = get(bc.getSrc());
+  SmallVector<Value> in = raw(bc.getSrc());
   if (isUniform(bc.getSrc())) { // e.g. a splat: nothing moves
     values[bc] = {in[0]};
     return success();

@@ -14,7 +14,7 @@ AxisInfo::AxisInfo(func::FuncOp kernel) {
 }
 
 std::optional<int64_t> AxisInfo::stride(Value v) const {
-  if (layouts::isUniform(v))
+  if (isUniform(v))
     return 0;
   auto it = strides.find(v);
   if (it == strides.end())
@@ -37,10 +37,16 @@ void AxisInfo::visit(Operation *op) {
   if (op->getNumResults() != 1)
     return;
   Value r = op->getResult(0);
+  DenseElementsAttr dense;
+  if (isa<SplatOp>(op) || (matchPattern(op, m_Constant(&dense)) && dense.isSplat()) ||
+      ((isa<BroadcastOp, ExpandDimsOp, ReshapeOp, TransOp, ConvertLayoutOp, AddPtrOp>(op) ||
+        layouts::isElementwise(op)) &&
+       llvm::all_of(op->getOperands(), [&](Value x) { return isUniform(x); })))
+    uniform.insert(r);
   auto lastDim = [](Value v) { return cast<RankedTensorType>(v.getType()).getShape().back(); };
   if (isa<MakeRangeOp>(op)) {
     strides[r] = 1;
-  } else if (isa<SplatOp>(op) || (isa<arith::ConstantOp>(op) && layouts::isUniform(r))) {
+  } else if (isa<SplatOp>(op) || (isa<arith::ConstantOp>(op) && isUniform(r))) {
     strides[r] = 0;
   } else if (auto ap = dyn_cast<AddPtrOp>(op)) {
     // A uniform base plus offsets: the offsets' stride.

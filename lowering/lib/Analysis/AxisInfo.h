@@ -31,6 +31,13 @@ public:
 private:
   llvm::DenseMap<mlir::Value, int64_t> strides;
   llvm::DenseSet<mlir::Value> prefix;
+  /// Tiles that hold one value for every element (see layouts::isUniform),
+  /// classified once each, in program order.
+  llvm::DenseSet<mlir::Value> uniform;
+
+  bool isUniform(mlir::Value v) const {
+    return !mlir::isa<mlir::RankedTensorType>(v.getType()) || uniform.contains(v);
+  }
 
   void visit(mlir::Operation *op);
   void set(mlir::Value v, std::optional<int64_t> s);
