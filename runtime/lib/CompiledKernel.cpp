@@ -151,7 +151,7 @@ void CompiledKernel::launch(const Grid &grid, std::span<const KernelArg> args) c
     auto where = [&] { return "kiln: argument " + std::to_string(i) + " of " + sigOf() + ": "; };
     if (p.is_pointer) {
       if (a.kind != KernelArg::Kind::Pointer)
-        throw Error(where() + "expects a pointer, got a " +
+        throw Error(where() + "expects a pointer, got " +
                     (a.kind == KernelArg::Kind::Int ? "an integer" : "a float"));
       if (a.dtype != DType::Ptr && a.dtype != p.dtype)
         throw Error(where() + "expects a pointer to " + std::string(to_string(p.dtype)) +

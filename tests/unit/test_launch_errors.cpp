@@ -28,7 +28,7 @@ TEST_CASE("type-erased launches check count, kinds, dtypes, null pointers and th
                        "kiln: kernel Fill(ptr<f32>, f32, i32) takes 3 arguments, got 2", Error);
   std::vector<KernelArg> swapped{val, ptr, n};
   CHECK_THROWS_WITH_AS(k.launch(Grid(1), swapped),
-                       doctest::Contains("argument 0 of Fill(ptr<f32>, f32, i32): expects a pointer"),
+                       doctest::Contains("argument 0 of Fill(ptr<f32>, f32, i32): expects a pointer, got a float"),
                        Error);
   std::vector<KernelArg> dtype{KernelArg::pointer(wrong.data()), val, n};
   CHECK_THROWS_WITH_AS(k.launch(Grid(1), dtype),
