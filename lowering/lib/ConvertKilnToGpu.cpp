@@ -1,9 +1,11 @@
 //===- ConvertKilnToGpu.cpp - distribute kiln tiles over a CTA's threads --===//
 //
 // Rewrites each kiln kernel as a gpu.func whose body is scalar code run by
-// every thread: a tile value becomes the list of elements this thread holds
-// under the value's layout (see Passes.td). Data movement between layouts,
-// general reductions and dot go through one shared-memory scratch buffer.
+// every thread: a dialect conversion whose type converter turns a tile into
+// the elements this thread holds under the tile's layout (see Passes.td),
+// with one file of patterns per op family (see GpuEmitter.h). Data movement
+// between layouts, general reductions and dot go through one shared-memory
+// scratch area after the rings.
 //
 //===----------------------------------------------------------------------===//
 #include "kiln/Lowering/Passes.h"
@@ -18,7 +20,6 @@ namespace kiln {
 using namespace mlir;
 
 namespace {
-using kiln::gpu_lowering::Emitter;
 
 /// Limits checked before any code is emitted, so that a tile too large for
 /// a CTA fails in milliseconds with a message instead of emitting millions
@@ -94,6 +95,101 @@ LogicalResult checkLayouts(func::FuncOp f, int warps) {
   return failure(walk.wasInterrupted());
 }
 
+/// Tiles become the elements a thread holds (see lowerType).
+struct GpuTypeConverter : TypeConverter {
+  explicit GpuTypeConverter(int threads) {
+    addConversion([](Type t) { return t; });
+    addConversion([threads](Type t, SmallVectorImpl<Type> &out) -> std::optional<LogicalResult> {
+      if (!isa<RankedTensorType, kiln::PtrType, kiln::SharedType>(t))
+        return std::nullopt;
+      kiln::gpu_lowering::lowerType(t, threads, out);
+      return success();
+    });
+  }
+};
+
+/// Moves kernel `f` into a gpu.func of its own gpu.module and converts its
+/// body with the patterns of every op family.
+LogicalResult convertKernel(func::FuncOp f, int threads) {
+  using namespace kiln::gpu_lowering;
+  MLIRContext *ctx = f.getContext();
+  Location loc = f.getLoc();
+  OpBuilder b(f);
+  auto gpuModule = gpu::GPUModuleOp::create(b, loc, (f.getName() + "_module").str());
+  b.setInsertionPointToStart(gpuModule.getBody());
+  GpuTypeConverter converter(threads);
+  SmallVector<Type> args;
+  for (Type t : f.getArgumentTypes())
+    args.push_back(converter.convertType(t));
+  auto gpuFunc = gpu::GPUFuncOp::create(b, loc, f.getName(), FunctionType::get(ctx, args, {}));
+  gpuFunc->setAttr(gpu::GPUDialect::getKernelFuncAttrName(), UnitAttr::get(ctx));
+  gpuFunc.setKnownBlockSizeAttr(DenseI32ArrayAttr::get(ctx, {threads, 1, 1}));
+
+  LoweringState state(threads, gpuModule);
+  state.axis.emplace(f);
+  // Rings first, then the scratch area.
+  int64_t offset = 0;
+  f.walk([&](kiln::LocalAllocOp alloc) {
+    auto ring = cast<kiln::SharedType>(alloc.getType());
+    state.ringOffsets[alloc] = offset;
+    offset += Emitter::ringStride(ring) * ring.getStages();
+  });
+  state.scratchBase = state.smemBytes = offset;
+
+  // The kernel's body becomes the gpu.func's, after the thread's coordinates.
+  Block &entry = gpuFunc.getBody().front();
+  b.setInsertionPointToStart(&entry);
+  Value t = gpu::ThreadIdOp::create(b, loc, gpu::Dimension::x);
+  state.tid = arith::IndexCastOp::create(b, loc, b.getI32Type(), t);
+  Value w = arith::ConstantOp::create(b, loc, b.getI32IntegerAttr(32));
+  state.lane = arith::RemUIOp::create(b, loc, state.tid, w);
+  state.warp = arith::DivUIOp::create(b, loc, state.tid, w);
+  Block &body = f.getBody().front();
+  for (auto [from, to] : llvm::zip(body.getArguments(), entry.getArguments()))
+    state.values[from] = {to};
+  entry.getOperations().splice(entry.end(), body.getOperations());
+  for (auto [from, to] : llvm::zip(body.getArguments(), entry.getArguments()))
+    from.replaceAllUsesWith(to);
+
+  ConversionTarget target(*ctx);
+  target.addLegalDialect<gpu::GPUDialect, LLVM::LLVMDialect, NVVM::NVVMDialect>();
+  target.addIllegalDialect<kiln::KilnDialect>();
+  target.addIllegalOp<func::ReturnOp>();
+  // arith and math on scalars stay as they are.
+  target.addDynamicallyLegalDialect<arith::ArithDialect, math::MathDialect>(
+      [&](Operation *op) { return converter.isLegal(op); });
+  RewritePatternSet patterns(ctx);
+  populateElementwiseToGpuPatterns(converter, state, patterns);
+  populateShapeToGpuPatterns(converter, state, patterns);
+  populateLoadStoreToGpuPatterns(converter, state, patterns);
+  populateReduceToGpuPatterns(converter, state, patterns);
+  populateDotToGpuPatterns(converter, state, patterns);
+  populateConvertLayoutToGpuPatterns(converter, state, patterns);
+  populateControlFlowToGpuPatterns(converter, state, patterns, target);
+  ConversionConfig config;
+  // Source ops are lowered as written, never folded first.
+  config.foldingMode = DialectConversionFoldingMode::Never;
+  if (failed(applyPartialConversion(gpuFunc, target, std::move(patterns), config)) || state.failed)
+    return failure();
+  f.erase();
+
+  if (state.smemBytes > kMaxSmem)
+    return gpuFunc.emitError("kernel needs ")
+           << state.smemBytes << " bytes of shared memory (limit " << kMaxSmem
+           << "); use smaller blocks or fewer stages";
+  if (state.smemBytes > 0) {
+    b.setInsertionPointToStart(gpuModule.getBody());
+    // extern __shared__, sized at launch from kiln_smem_bytes.
+    auto type = LLVM::LLVMArrayType::get(b.getI8Type(), 0);
+    LLVM::GlobalOp::create(b, loc, type, /*isConstant=*/false, LLVM::Linkage::External, kSmemName,
+                           Attribute(), /*alignment=*/128, /*addrSpace=*/3);
+    LLVM::GlobalOp::create(b, loc, b.getI32Type(), /*isConstant=*/true, LLVM::Linkage::External,
+                           kSmemBytesName, b.getI32IntegerAttr(int32_t(state.smemBytes)),
+                           /*alignment=*/4, /*addrSpace=*/1);
+  }
+  return success();
+}
+
 struct ConvertKilnToGpuPass : kiln::impl::ConvertKilnToGpuBase<ConvertKilnToGpuPass> {
   using ConvertKilnToGpuBase::ConvertKilnToGpuBase;
   void runOnOperation() override {
@@ -113,24 +209,9 @@ struct ConvertKilnToGpuPass : kiln::impl::ConvertKilnToGpuBase<ConvertKilnToGpuP
     for (func::FuncOp f : kernels)
       if (failed(checkLayouts(f, numWarps)) || failed(checkResources(f, numWarps * 32)))
         return signalPassFailure();
-    OpBuilder b(ctx);
-    for (func::FuncOp f : kernels) {
-      Location loc = f.getLoc();
-      b.setInsertionPoint(f);
-      auto gpuModule = gpu::GPUModuleOp::create(b, loc, (f.getName() + "_module").str());
-      b.setInsertionPointToStart(gpuModule.getBody());
-      SmallVector<Type> args;
-      for (Type t : f.getArgumentTypes())
-        args.push_back(isa<kiln::PtrType>(t) ? Type(b.getI64Type()) : t);
-      auto gpuFunc = gpu::GPUFuncOp::create(b, loc, f.getName(), FunctionType::get(ctx, args, {}));
-      gpuFunc->setAttr(gpu::GPUDialect::getKernelFuncAttrName(), UnitAttr::get(ctx));
-      int threads = numWarps * 32;
-      gpuFunc.setKnownBlockSizeAttr(DenseI32ArrayAttr::get(ctx, {threads, 1, 1}));
-      Emitter emitter(b, loc, threads, gpuModule);
-      if (failed(emitter.run(f, gpuFunc)))
+    for (func::FuncOp f : kernels)
+      if (failed(convertKernel(f, numWarps * 32)))
         return signalPassFailure();
-      f.erase();
-    }
   }
 };
 

@@ -7,21 +7,24 @@ LogicalResult Emitter::emitConvertLayout(kiln::ConvertLayoutOp op) {
   Value src = op.getSrc(), dst = op.getResult();
   Attribute from = kiln::getLayout(src.getType()), to = kiln::getLayout(dst.getType());
   // A tile for a product to read from shared memory: the product stages it
-  // (see operandTile), in the scratch area it uses for its operands.
-  if (isa<kiln::SharedLayoutAttr>(to))
+  // (see operandTile), in the scratch area it uses for its operands, so the
+  // conversion itself has no offset yet.
+  if (isa<kiln::SharedLayoutAttr>(to)) {
+    values[dst] = {LLVM::PoisonOp::create(b, loc, b.getI32Type())};
     return success();
+  }
   if (isa<kiln::SharedLayoutAttr>(from)) {
     // A ring buffer read into registers.
-    auto it = smemTiles.find(src);
-    if (it == smemTiles.end() || mmaOf(dst) || rowsOf(dst))
+    auto ll = src.getDefiningOp<kiln::LocalLoadOp>();
+    if (!ll || mmaOf(dst) || rowsOf(dst))
       return op.emitError("convert-kiln-to-gpu: only ring buffers are read from shared memory into "
                           "a #kiln.blocked or #kiln.replicated layout");
+    SmemTile tile = ringTile(ll);
     Layout l = layoutOf(dst.getType());
-    Type elemType = storageType(it->second.type.getElementType());
+    Type elemType = storageType(tile.type.getElementType());
     auto &out = values[dst];
     for (int64_t j = 0; j < l.perThread; ++j)
-      out.push_back(LLVM::LoadOp::create(b, loc, elemType,
-                                         tileAddr(it->second, tileIndex(it->second, flatIndex(l, j)))));
+      out.push_back(LLVM::LoadOp::create(b, loc, elemType, tileAddr(tile, tileIndex(tile, flatIndex(l, j)))));
     return success();
   }
   if (auto operand = dyn_cast<kiln::DotOperandLayoutAttr>(to)) {
@@ -204,6 +207,11 @@ SmallVector<Value> Emitter::toMma(Value v, const Mma &m) {
     out.push_back(loadSmem(0, mmaFlat(m, j), stored));
   barrier();
   return out;
+}
+
+void populateConvertLayoutToGpuPatterns(const TypeConverter &converter, LoweringState &state,
+                                        RewritePatternSet &patterns) {
+  addPattern<kiln::ConvertLayoutOp, &Emitter::emitConvertLayout>(patterns, converter, state);
 }
 
 } // namespace kiln::gpu_lowering

@@ -37,8 +37,8 @@ LogicalResult Emitter::emitDot(kiln::DotOp dot) {
 }
 
 Emitter::SmemTile Emitter::operandTile(Value v, int64_t &scratchOffset) {
-  if (auto it = smemTiles.find(v); it != smemTiles.end())
-    return it->second;
+  if (auto ll = v.getDefiningOp<kiln::LocalLoadOp>())
+    return ringTile(ll);
   auto layout = cast<kiln::SharedLayoutAttr>(kiln::getLayout(v.getType()));
   if (auto t = v.getDefiningOp<kiln::TransOp>(); t && layout.getTransposed()) {
     SmemTile tile = operandTile(t.getSrc(), scratchOffset);
@@ -213,6 +213,11 @@ LogicalResult Emitter::emitMmaDot(kiln::DotOp dot, const Mma &m) {
     acc.assign(m.perThread(), acc[0]);
   values[dot] = acc;
   return success();
+}
+
+void populateDotToGpuPatterns(const TypeConverter &converter, LoweringState &state,
+                              RewritePatternSet &patterns) {
+  addPattern<kiln::DotOp, &Emitter::emitDot>(patterns, converter, state);
 }
 
 } // namespace kiln::gpu_lowering

@@ -10,8 +10,7 @@ LogicalResult Emitter::emitConstant(arith::ConstantOp c) {
   }
   if (isa<RankedTensorType>(c.getType()))
     return c.emitError("convert-kiln-to-gpu: only splat tile constants are supported");
-  values[c] = {b.clone(*c)->getResult(0)};
-  return success();
+  return c.emitError("convert-kiln-to-gpu: a scalar constant is legal as it is");
 }
 
 LogicalResult Emitter::emitElementwise(Operation *op) {
@@ -46,6 +45,37 @@ LogicalResult Emitter::emitElementwise(Operation *op) {
   }
   values[result] = out;
   return success();
+}
+
+namespace {
+/// arith and math ops on tiles: one op per element (one in all for uniform
+/// operands). The same ops on scalars are legal as they are.
+struct ArithOnTiles : ConversionPattern {
+  ArithOnTiles(const TypeConverter &converter, LoweringState &state)
+      : ConversionPattern(converter, MatchAnyOpTypeTag(), /*benefit=*/1, state.module.getContext()),
+        state(state) {}
+  LogicalResult matchAndRewrite(Operation *op, ArrayRef<ValueRange> operands,
+                                ConversionPatternRewriter &rewriter) const override {
+    if (!isa<arith::ArithDialect, math::MathDialect>(op->getDialect()) ||
+        getTypeConverter()->isLegal(op))
+      return failure();
+    Emitter emitter(rewriter, op->getLoc(), state);
+    if (failed(emitter.bindOperands(op, operands)) ||
+        failed(isa<arith::ConstantOp>(op) ? emitter.emitConstant(cast<arith::ConstantOp>(op))
+                                          : emitter.emitElementwise(op)))
+      state.failed = true;
+    emitter.replace(op);
+    return success();
+  }
+  LoweringState &state;
+};
+} // namespace
+
+void populateElementwiseToGpuPatterns(const TypeConverter &converter, LoweringState &state,
+                                      RewritePatternSet &patterns) {
+  patterns.add<ArithOnTiles>(converter, state);
+  addPattern<kiln::SelectOp, &Emitter::emitElementwise>(patterns, converter, state);
+  addPattern<kiln::CastOp, &Emitter::emitElementwise>(patterns, converter, state);
 }
 
 } // namespace kiln::gpu_lowering

@@ -1,19 +1,22 @@
 //===- GpuEmitter.h - kiln tiles as per-thread scalar code (internal) -----===//
 //
-// The state of convert-kiln-to-gpu and what its op families share: every
-// tile value maps to the elements one thread holds under the layout its type
-// carries (chosen by the layout passes), with helpers for index arithmetic,
-// shared memory, vector packing and the tensor-core layouts' geometry. Each
-// op family is lowered in its own file:
+// What the conversion patterns of convert-kiln-to-gpu share: every tile
+// value is lowered to the elements one thread holds under the layout its
+// type carries (chosen by the layout passes), with helpers for index
+// arithmetic, shared memory, vector packing and the tensor-core layouts'
+// geometry. Each op family's patterns are in their own file:
 //
 //   ElementwiseToGpu.cpp    constants, arith/math ops, kiln.select, kiln.cast
 //   ShapeToGpu.cpp          make_range, splat, expand_dims, reshape, broadcast, trans
-//   LoadStoreToGpu.cpp      addptr, load, store, atomic_add, async copies, local_load
+//   LoadStoreToGpu.cpp      addptr, load, store, atomic_add, rings and async copies
 //   ReduceToGpu.cpp         reduce, argmax
 //   DotToGpu.cpp            dot (mma.sync from shared memory or registers, or FMA)
 //   ConvertLayoutToGpu.cpp  convert_layout (and index arithmetic recomputed in a layout)
-//   ControlFlowToGpu.cpp    scf.for
-//   GpuEmitter.cpp          the kernel: shared-memory plan, dispatch by op
+//   ControlFlowToGpu.cpp    scf.for and its carried tiles, program ids, return
+//   GpuEmitter.cpp          elements per thread, binding operands, replacing results
+//
+// ConvertKilnToGpu.cpp holds the pass: the type converter, the legality of
+// the result, and the kernel (gpu.func, shared-memory plan).
 //
 //===----------------------------------------------------------------------===//
 #ifndef KILN_LOWERING_GPUEMITTER_H
@@ -28,6 +31,7 @@
 #include "mlir/Dialect/LLVMIR/NVVMDialect.h"
 #include "mlir/IR/IRMapping.h"
 #include "mlir/IR/Matchers.h"
+#include "mlir/Transforms/DialectConversion.h"
 
 #include <optional>
 
@@ -63,24 +67,74 @@ inline int64_t byteSize(Type t) {
   return std::max<int64_t>(1, t.getIntOrFloatBitWidth() / 8);
 }
 
-class Emitter {
-public:
-  Emitter(OpBuilder &b, Location loc, int threads, gpu::GPUModuleOp module)
-      : b(b), loc(loc), threads(threads), module(module) {}
+/// The elements a thread holds of a value of type `t` in a CTA of `threads`
+/// threads, under the layout its type carries: what convert-kiln-to-gpu's
+/// type converter turns a tile into (a scalar is one value; a tile in
+/// shared memory is one value, its byte offset).
+int64_t elementsPerThread(Type t, int threads);
+/// The types a value of type `t` is lowered to: its elements per thread,
+/// pointers as i64 addresses, and shared memory (rings, tiles in #kiln.shared)
+/// as an i32 byte offset.
+void lowerType(Type t, int threads, SmallVectorImpl<Type> &out);
 
-  LogicalResult run(func::FuncOp src, gpu::GPUFuncOp dst);
-
-private:
-  OpBuilder &b;
-  Location loc;
+/// What the patterns of convert-kiln-to-gpu share while one kernel is
+/// converted: the thread's coordinates, the shared-memory plan, the analysis
+/// of the source kernel, and the elements each source value was lowered to.
+struct LoweringState {
+  LoweringState(int threads, gpu::GPUModuleOp module) : threads(threads), module(module) {}
   int threads;
   gpu::GPUModuleOp module;
+  /// Thread, lane and warp index (i32), computed at the kernel's entry.
+  Value tid, lane, warp;
+  /// The elements each source value was lowered to; a tile that holds one
+  /// value for every element (a splat, and what is computed from splats
+  /// alone) is held as that one value. The conversion's own mapping holds
+  /// every element (see Emitter::bindOperands and Emitter::replace).
+  DenseMap<Value, SmallVector<Value>> values;
+  /// Strides and prefix masks along the last dimension (see AxisInfo).
+  std::optional<AxisInfo> axis;
+  /// Byte offset of each kiln.local_alloc ring in shared memory.
+  DenseMap<Value, int64_t> ringOffsets;
+  /// Shared memory holds the rings at [0, scratchBase), then a scratch area
+  /// reused by every op that exchanges data between threads.
+  int64_t scratchBase = 0;
+  int64_t smemBytes = 0;
   /// Vector-load groups given a branch to their element-load path so far
   /// (see loadGroup).
   int slowPaths = 0;
-  Value tid, lane, warp;
-  DenseMap<Value, SmallVector<Value>> values;
-  int64_t smemBytes = 0;
+  /// An op's lowering reported an error.
+  bool failed = false;
+};
+
+/// Lowers one source op: the shared state seen through the builder of the
+/// pattern being applied, with the helpers every op family uses. Each
+/// pattern of convert-kiln-to-gpu makes one (see KilnToGpuPattern).
+class Emitter {
+public:
+  Emitter(ConversionPatternRewriter &rewriter, Location loc, LoweringState &state)
+      : b(rewriter), loc(loc), state(state) {}
+
+  /// Makes the converted operands of `op` (one range per operand, every
+  /// element in it) the elements of the source operands not lowered by a
+  /// pattern of this pass: loop-carried values and loop results, which the
+  /// structural conversion of scf.for creates, and scalars left as they are.
+  LogicalResult bindOperands(Operation *op, ArrayRef<ValueRange> operands);
+  /// Replaces `op` by the elements its results were lowered to, each
+  /// expanded to every element of its converted type.
+  void replace(Operation *op);
+
+  ConversionPatternRewriter &b;
+  Location loc;
+  LoweringState &state;
+
+private:
+  int &threads = state.threads;
+  gpu::GPUModuleOp &module = state.module;
+  int &slowPaths = state.slowPaths;
+  Value &tid = state.tid, &lane = state.lane, &warp = state.warp;
+  DenseMap<Value, SmallVector<Value>> &values = state.values;
+  int64_t &smemBytes = state.smemBytes;
+  int64_t &scratchBase = state.scratchBase;
 
   //===--------------------------------------------------------------------===//
   // Layouts and small helpers
@@ -107,13 +161,7 @@ private:
     return l;
   }
   /// The elements a thread holds of a tile in any register layout.
-  int64_t perThreadOf(Type t) const {
-    if (std::optional<Mma> m = mmaOf(t))
-      return m->perThread();
-    if (std::optional<Mma> m = rowsOf(t))
-      return rowsPerThread(*m);
-    return layoutOf(t).perThread;
-  }
+  int64_t perThreadOf(Type t) const { return elementsPerThread(t, threads); }
 
   Value i32(int64_t v) { return arith::ConstantOp::create(b, loc, b.getI32IntegerAttr(v)); }
 
@@ -143,9 +191,8 @@ private:
 
   /// Strides and prefix masks along the last dimension (see AxisInfo),
   /// which decide the vector accesses.
-  std::optional<AxisInfo> axis;
-  std::optional<int64_t> strideOf(Value v) const { return axis->stride(v); }
-  bool isPrefix(Value mask) const { return axis->isPrefixMask(mask); }
+  std::optional<int64_t> strideOf(Value v) const { return state.axis->stride(v); }
+  bool isPrefix(Value mask) const { return state.axis->isPrefixMask(mask); }
 
   /// A distributed tile of exactly one element per thread: its one value is
   /// this thread's element, not a value shared by every element.
@@ -308,7 +355,6 @@ private:
   // then a scratch area reused by every op that exchanges data between
   // threads (layout conversions, reductions, dot operands). Scratch offsets
   // below are relative to scratchBase.
-  int64_t scratchBase = 0;
 
   Value smemPtr(Value byteOffset) {
     auto ptrType = LLVM::LLVMPointerType::get(b.getContext(), 3);
@@ -379,6 +425,10 @@ private:
     bool transposed = false;
     int64_t cols() const { return type.getShape().back(); }
   };
+  /// The ring buffer a kiln.local_load with a #kiln.shared result reads in place.
+  SmemTile ringTile(kiln::LocalLoadOp ll) {
+    return SmemTile{raw(ll)[0], ll.getType(), keepsSwizzled(ll.getType())};
+  }
   /// Element index of (row, col) of a 2-D tile.
   Value tileIndex(const SmemTile &t, Value row, Value col) {
     if (t.swizzled)
@@ -398,13 +448,21 @@ private:
                                          arith::MulIOp::create(b, loc, index, i32(byteSize(elem)))));
   }
 
-  /// kiln.local_alloc rings: offset of buffer 0 and bytes per buffer.
-  struct Ring {
-    int64_t offset, stride;
-  };
-  DenseMap<Value, Ring> rings;
-  /// kiln.local_load results, which dot reads in place.
-  DenseMap<Value, SmemTile> smemTiles;
+public:
+  /// Bytes between the buffers of a kiln.local_alloc ring (128-byte aligned).
+  static int64_t ringStride(kiln::SharedType ring) {
+    RankedTensorType tile = ring.getTileType();
+    int64_t bytes = tile.getNumElements() * byteSize(tile.getElementType());
+    return (bytes + 127) / 128 * 128;
+  }
+
+private:
+  /// The buffer of ring `ring` (its lowered byte offset) at `stage`.
+  Value ringBuffer(Value ring, Value stage) {
+    auto type = cast<kiln::SharedType>(ring.getType());
+    return arith::AddIOp::create(b, loc, raw(ring)[0],
+                                 arith::MulIOp::create(b, loc, stage, i32(ringStride(type))));
+  }
 
   /// Writes every element this thread holds of `v` at its flat index (for
   /// `swizzle`, at its swizzled index: 2-D 16-bit tiles); returns bytes used.
@@ -494,15 +552,10 @@ private:
   // Ops
   //===--------------------------------------------------------------------===//
 
-  LogicalResult emitBlock(Block &block);
-
-  LogicalResult emitOp(Operation *op);
-
+public:
   LogicalResult emitConstant(arith::ConstantOp c);
 
   LogicalResult emitElementwise(Operation *op);
-
-  LogicalResult emitFor(scf::ForOp forOp);
 
   LogicalResult emitBroadcast(kiln::BroadcastOp bc);
   /// kiln.make_range, splat, expand_dims and reshape.
@@ -577,8 +630,12 @@ private:
 
   LogicalResult emitDot(kiln::DotOp dot);
 
-  /// Places the rings of kiln.local_alloc before the scratch area.
-  void allocateRings(func::FuncOp src);
+  /// kiln.program_id and kiln.num_programs.
+  LogicalResult emitProgramInfo(Operation *op);
+  /// kiln.local_alloc: the ring's byte offset, placed before the scratch area.
+  LogicalResult emitLocalAlloc(kiln::LocalAllocOp alloc);
+  /// kiln.async_commit and kiln.async_wait (which also synchronises the CTA).
+  LogicalResult emitAsyncGroup(Operation *op);
   LogicalResult emitAsyncCopy(kiln::AsyncCopyOp cp);
   LogicalResult emitLocalLoad(kiln::LocalLoadOp ll);
   /// A #kiln.shared operand of a product: in place for a kiln.local_load
@@ -601,6 +658,49 @@ private:
   /// mma.sync.m16n8k16 with f32 accumulation into the accumulator layout.
   LogicalResult emitMmaDot(kiln::DotOp dot, const Mma &m);
 };
+
+//===----------------------------------------------------------------------===//
+// Patterns
+//===----------------------------------------------------------------------===//
+
+/// The conversion pattern of one source op: binds its converted operands,
+/// lowers it with `Lower` and replaces it by its results' elements. A
+/// lowering that fails has reported why; the op is then replaced by poison
+/// and the pass fails after the conversion (one error, not two).
+template <typename SourceOp, auto Lower>
+class KilnToGpuPattern : public OpConversionPattern<SourceOp> {
+public:
+  KilnToGpuPattern(const TypeConverter &converter, LoweringState &state)
+      : OpConversionPattern<SourceOp>(converter, state.module.getContext()), state(state) {}
+
+  LogicalResult matchAndRewrite(SourceOp op, typename OpConversionPattern<SourceOp>::OneToNOpAdaptor adaptor,
+                                ConversionPatternRewriter &rewriter) const override {
+    Emitter emitter(rewriter, op->getLoc(), state);
+    if (failed(emitter.bindOperands(op, adaptor.getOperands())) || failed((emitter.*Lower)(op)))
+      state.failed = true;
+    emitter.replace(op);
+    return success();
+  }
+
+private:
+  LoweringState &state;
+};
+
+/// Adds the pattern lowering `SourceOp` with `Lower` (a member of Emitter).
+template <typename SourceOp, auto Lower>
+void addPattern(RewritePatternSet &patterns, const TypeConverter &converter, LoweringState &state) {
+  patterns.add<KilnToGpuPattern<SourceOp, Lower>>(converter, state);
+}
+
+// One populate function per op family, each defined in its own file.
+void populateElementwiseToGpuPatterns(const TypeConverter &, LoweringState &, RewritePatternSet &);
+void populateShapeToGpuPatterns(const TypeConverter &, LoweringState &, RewritePatternSet &);
+void populateLoadStoreToGpuPatterns(const TypeConverter &, LoweringState &, RewritePatternSet &);
+void populateReduceToGpuPatterns(const TypeConverter &, LoweringState &, RewritePatternSet &);
+void populateDotToGpuPatterns(const TypeConverter &, LoweringState &, RewritePatternSet &);
+void populateConvertLayoutToGpuPatterns(const TypeConverter &, LoweringState &, RewritePatternSet &);
+void populateControlFlowToGpuPatterns(const TypeConverter &, LoweringState &, RewritePatternSet &,
+                                      ConversionTarget &);
 
 } // namespace kiln::gpu_lowering
 

@@ -324,11 +324,7 @@ LogicalResult Emitter::emitAsyncCopy(kiln::AsyncCopyOp cp) {
   Type elemType = storageType(tile.getElementType());
   if (elemType.isInteger(1))
     return cp.emitError("convert-kiln-to-gpu: copies of i1 are not supported");
-  const Ring &ring = rings.at(cp.getRing());
-  Value stage = raw(cp.getStage())[0];
-  SmemTile dst{arith::AddIOp::create(b, loc, i32(ring.offset),
-                                     arith::MulIOp::create(b, loc, stage, i32(ring.stride))),
-               tile, keepsSwizzled(tile)};
+  SmemTile dst{ringBuffer(cp.getRing(), raw(cp.getStage())[0]), tile, keepsSwizzled(tile)};
   Layout l = layoutOf(cp.getPtr().getType());
   SmallVector<Value> ptrs = raw(cp.getPtr());
   SmallVector<Value> masks = cp.getMask() ? raw(cp.getMask()) : SmallVector<Value>{};
@@ -369,23 +365,49 @@ LogicalResult Emitter::emitAsyncCopy(kiln::AsyncCopyOp cp) {
 }
 
 LogicalResult Emitter::emitLocalLoad(kiln::LocalLoadOp ll) {
-  const Ring &ring = rings.at(ll.getRing());
   RankedTensorType tile = ll.getType();
-  Value stage = raw(ll.getStage())[0];
-  SmemTile t{arith::AddIOp::create(b, loc, i32(ring.offset),
-                                   arith::MulIOp::create(b, loc, stage, i32(ring.stride))),
-             tile, keepsSwizzled(tile)};
-  smemTiles[ll] = t;
-  // A #kiln.shared result is read in place by the products; otherwise the
-  // tile is read into registers.
-  if (isa<kiln::SharedLayoutAttr>(kiln::getLayout(tile)))
+  SmemTile t{ringBuffer(ll.getRing(), raw(ll.getStage())[0]), tile, keepsSwizzled(tile)};
+  // A #kiln.shared result is read in place by the products (its lowered
+  // value is the buffer's byte offset); otherwise the tile is read into
+  // registers.
+  if (isa<kiln::SharedLayoutAttr>(kiln::getLayout(tile))) {
+    values[ll] = {t.base};
     return success();
+  }
   Layout l = layoutOf(tile);
   Type elemType = storageType(tile.getElementType());
   auto &out = values[ll];
   for (int64_t j = 0; j < l.perThread; ++j)
     out.push_back(LLVM::LoadOp::create(b, loc, elemType, tileAddr(t, tileIndex(t, flatIndex(l, j)))));
   return success();
+}
+
+LogicalResult Emitter::emitLocalAlloc(kiln::LocalAllocOp alloc) {
+  values[alloc] = {i32(state.ringOffsets.at(alloc))};
+  return success();
+}
+
+LogicalResult Emitter::emitAsyncGroup(Operation *op) {
+  if (isa<kiln::AsyncCommitOp>(op)) {
+    NVVM::CpAsyncCommitGroupOp::create(b, loc);
+    return success();
+  }
+  NVVM::CpAsyncWaitGroupOp::create(b, loc, cast<kiln::AsyncWaitOp>(op).getPending());
+  barrier();
+  return success();
+}
+
+void populateLoadStoreToGpuPatterns(const TypeConverter &converter, LoweringState &state,
+                                    RewritePatternSet &patterns) {
+  addPattern<kiln::AddPtrOp, &Emitter::emitAddPtr>(patterns, converter, state);
+  addPattern<kiln::LoadOp, &Emitter::emitLoad>(patterns, converter, state);
+  addPattern<kiln::StoreOp, &Emitter::emitStore>(patterns, converter, state);
+  addPattern<kiln::AtomicAddOp, &Emitter::emitAtomicAdd>(patterns, converter, state);
+  addPattern<kiln::LocalAllocOp, &Emitter::emitLocalAlloc>(patterns, converter, state);
+  addPattern<kiln::AsyncCopyOp, &Emitter::emitAsyncCopy>(patterns, converter, state);
+  addPattern<kiln::AsyncCommitOp, &Emitter::emitAsyncGroup>(patterns, converter, state);
+  addPattern<kiln::AsyncWaitOp, &Emitter::emitAsyncGroup>(patterns, converter, state);
+  addPattern<kiln::LocalLoadOp, &Emitter::emitLocalLoad>(patterns, converter, state);
 }
 
 } // namespace kiln::gpu_lowering

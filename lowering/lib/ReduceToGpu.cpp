@@ -355,4 +355,10 @@ LogicalResult Emitter::emitArgMax(kiln::ArgMaxOp am) {
   return success();
 }
 
+void populateReduceToGpuPatterns(const TypeConverter &converter, LoweringState &state,
+                                 RewritePatternSet &patterns) {
+  addPattern<kiln::ReduceOp, &Emitter::emitReduce>(patterns, converter, state);
+  addPattern<kiln::ArgMaxOp, &Emitter::emitArgMax>(patterns, converter, state);
+}
+
 } // namespace kiln::gpu_lowering

@@ -116,7 +116,8 @@ LogicalResult Emitter::emitTrans(kiln::TransOp t) {
   if (isa<kiln::SharedLayoutAttr>(kiln::getLayout(t.getType()))) {
     if (!isa<kiln::SharedLayoutAttr>(kiln::getLayout(t.getSrc().getType())))
       return t.emitError("convert-kiln-to-gpu: a transposed view in shared memory needs its source there");
-    return success(); // the dots read the source's tile transposed
+    values[t] = raw(t.getSrc()); // the dots read the source's tile transposed
+    return success();
   }
   Value src = t.getSrc();
   if (isUniform(src)) {
@@ -140,6 +141,16 @@ LogicalResult Emitter::emitTrans(kiln::TransOp t) {
   }
   barrier();
   return success();
+}
+
+void populateShapeToGpuPatterns(const TypeConverter &converter, LoweringState &state,
+                                RewritePatternSet &patterns) {
+  addPattern<kiln::MakeRangeOp, &Emitter::emitShape>(patterns, converter, state);
+  addPattern<kiln::SplatOp, &Emitter::emitShape>(patterns, converter, state);
+  addPattern<kiln::ExpandDimsOp, &Emitter::emitShape>(patterns, converter, state);
+  addPattern<kiln::ReshapeOp, &Emitter::emitShape>(patterns, converter, state);
+  addPattern<kiln::BroadcastOp, &Emitter::emitBroadcast>(patterns, converter, state);
+  addPattern<kiln::TransOp, &Emitter::emitTrans>(patterns, converter, state);
 }
 
 } // namespace kiln::gpu_lowering

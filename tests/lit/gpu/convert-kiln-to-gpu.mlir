@@ -312,3 +312,36 @@ func.func @test_rows(%q: !kiln.ptr<f16>, %k: !kiln.ptr<f16>, %o: !kiln.ptr<f32>)
   kiln.store %op, %d : tensor<16x16x!kiln.ptr<f32>>
   return
 }
+
+// -----
+
+// A loop-carried tile is carried as the elements each thread holds: the type
+// converter turns tensor<64xf32, #blocked> over 32 threads into two f32, so
+// the loop has two iteration arguments, both starting from the splat's one
+// value, and the addition inside becomes two scalar additions.
+// CHECK-LABEL: gpu.func @test_loop_carried
+// CHECK: %[[ZERO:.*]] = arith.constant 0.000000e+00 : f32
+// CHECK: %[[SUM:.*]]:2 = scf.for %{{.*}} = %{{.*}} to %{{.*}} step %{{.*}} iter_args(%[[A0:.*]] = %[[ZERO]], %[[A1:.*]] = %[[ZERO]]) -> (f32, f32)  : i32 {
+// CHECK: %[[V:.*]] = scf.if
+// CHECK: %[[E0:.*]] = llvm.extractelement %[[V]]
+// CHECK: %[[E1:.*]] = llvm.extractelement %[[V]]
+// CHECK: %[[N0:.*]] = arith.addf %[[A0]], %[[E0]] : f32
+// CHECK: %[[N1:.*]] = arith.addf %[[A1]], %[[E1]] : f32
+// CHECK: scf.yield %[[N0]], %[[N1]] : f32, f32
+// CHECK: llvm.insertelement %[[SUM]]#0
+// CHECK: llvm.insertelement %[[SUM]]#1
+func.func @test_loop_carried(%x: !kiln.ptr<f32>, %n: i32) attributes {kiln.kernel} {
+  %c0 = arith.constant 0 : i32
+  %c1 = arith.constant 1 : i32
+  %zero = arith.constant dense<0.0> : tensor<64xf32>
+  %r = kiln.make_range 0 to 64 : tensor<64xi32>
+  %xs = kiln.splat %x : tensor<64x!kiln.ptr<f32>>
+  %p = kiln.addptr %xs, %r : tensor<64x!kiln.ptr<f32>>, tensor<64xi32>
+  %sum = scf.for %i = %c0 to %n step %c1 iter_args(%acc = %zero) -> (tensor<64xf32>) : i32 {
+    %v = kiln.load %p : tensor<64x!kiln.ptr<f32>>
+    %next = arith.addf %acc, %v : tensor<64xf32>
+    scf.yield %next : tensor<64xf32>
+  }
+  kiln.store %p, %sum : tensor<64x!kiln.ptr<f32>>
+  return
+}

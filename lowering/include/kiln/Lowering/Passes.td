@@ -223,6 +223,13 @@ def ConvertKilnToGpu : Pass<"convert-kiln-to-gpu", "mlir::ModuleOp"> {
     thread holds under it, and `kiln.convert_layout` moves elements between
     threads. The lowering decides no layout itself.
 
+    It is a dialect conversion: the type converter turns a tile into the
+    elements a thread holds (1:N; pointers become i64 addresses, rings and
+    `#kiln.shared` tiles an i32 byte offset in shared memory), each op family
+    has its own file of conversion patterns (lowering/lib/*ToGpu.cpp), `scf.for`
+    carries every element of its tiles through the structural conversion,
+    and arith/math ops on scalars stay as they are.
+
     Element-wise ops, loads and stores act on each thread's elements; an
     element several threads hold (a scalar, a replicated tile) is stored by
     the lowest-numbered of them only, so that a read-modify-write of it
