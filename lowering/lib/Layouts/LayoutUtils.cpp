@@ -12,13 +12,13 @@ int64_t numWarpsOf(ModuleOp module) {
   return attr ? attr.getInt() : 0;
 }
 
-Attribute defaultLayout(RankedTensorType type, int64_t warps) {
+Attribute defaultLayout(RankedTensorType type, int64_t warps, int64_t maxVec) {
   MLIRContext *ctx = type.getContext();
   int64_t threads = 32 * warps, numel = type.getNumElements();
   if (numel % threads != 0)
     return ReplicatedLayoutAttr::get(ctx, warps);
   int64_t perThread = numel / threads, last = type.getShape().back(), vec = 1;
-  for (int64_t v = 8; v > 1; v /= 2)
+  for (int64_t v = int64_t(llvm::bit_floor(uint64_t(std::max<int64_t>(maxVec, 1)))); v > 1; v /= 2)
     if (perThread % v == 0 && last % v == 0) {
       vec = v;
       break;

@@ -15,10 +15,10 @@ inline constexpr const char *kNumWarpsAttr = "kiln.num_warps";
 int64_t numWarpsOf(mlir::ModuleOp module);
 
 /// The layout kiln-coalesce gives a tile: #kiln.blocked when its elements
-/// divide among the threads (groups of up to 8 consecutive elements of one
-/// row, a function of the shape only, so that tiles of one shape share a
-/// layout whatever their element type), #kiln.replicated otherwise.
-mlir::Attribute defaultLayout(mlir::RankedTensorType type, int64_t warps);
+/// divide among the threads (groups of up to `maxVec` consecutive elements
+/// of one row, a function of the shape only, so that tiles of one shape
+/// share a layout whatever their element type), #kiln.replicated otherwise.
+mlir::Attribute defaultLayout(mlir::RankedTensorType type, int64_t warps, int64_t maxVec = 8);
 
 /// Tensor-core register layouts (#kiln.mma and its row slices): what the
 /// passes propagate from products to the values computed from them.

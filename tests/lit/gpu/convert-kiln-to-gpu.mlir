@@ -103,13 +103,15 @@ func.func @test_broadcast(%x: !kiln.ptr<f32>) attributes {kiln.kernel} {
 // -----
 
 // Index arithmetic is recomputed where it is broadcast (no shared memory),
-// and a row sum along the last axis is a warp shuffle (8 lanes per row of
-// 64 f32 in groups of 8), written once per row to shared memory.
+// and a row sum along the last axis is a warp shuffle (16 lanes per row of
+// 64 f32 in groups of 4: the load is contiguous, so kiln-coalesce makes each
+// thread's group one 16-byte access), written once per row to shared memory.
 // CHECK-LABEL: gpu.func @test_row_sum
 // CHECK-NOT: gpu.barrier
 // CHECK: llvm.inline_asm has_side_effects {{.*}}ld.global.v4.b32
 // CHECK-NOT: gpu.barrier
-// CHECK-NOT: %c8_i32{{.*}}%c32_i32
+// CHECK-NOT: %c16_i32{{.*}}%c32_i32
+// CHECK: gpu.shuffle xor %{{.*}}, %c8_i32
 // CHECK: gpu.shuffle xor %{{.*}}, %c4_i32
 // CHECK: gpu.shuffle xor %{{.*}}, %c2_i32
 // CHECK: gpu.shuffle xor %{{.*}}, %c1_i32

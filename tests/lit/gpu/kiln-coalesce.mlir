@@ -54,3 +54,35 @@ func.func @test_shapes(%s: f32, %n: i32) attributes {kiln.kernel} {
   }
   return
 }
+
+// -----
+
+// The group is 16 bytes of the narrowest element accessed contiguously at a
+// shape: f32 loads and stores with consecutive addresses give groups of 4
+// (each a 16-byte access, a warp's access one 512-byte run), while the
+// strided load of the (64, 16) tile (addresses 2 apart along its rows)
+// leaves its shape at groups of up to 8.
+// CHECK-DAG: #[[B4:blocked[0-9]*]] = #kiln.blocked<vec = 4, warps = 4>
+// CHECK-DAG: #[[B8:blocked[0-9]*]] = #kiln.blocked<vec = 8, warps = 4>
+// CHECK-LABEL: func.func @test_contiguity
+// CHECK: kiln.load %{{.*}} : tensor<1024x!kiln.ptr<f32>, #[[B4]]>
+// CHECK: math.exp %{{.*}} : tensor<1024xf32, #[[B4]]>
+// CHECK: kiln.load %{{.*}} : tensor<64x16x!kiln.ptr<f32>, #[[B8]]>
+func.func @test_contiguity(%x: !kiln.ptr<f32>) attributes {kiln.kernel} {
+  %r = kiln.make_range 0 to 1024 : tensor<1024xi32>
+  %p0 = kiln.splat %x : tensor<1024x!kiln.ptr<f32>>
+  %p = kiln.addptr %p0, %r : tensor<1024x!kiln.ptr<f32>>, tensor<1024xi32>
+  %v = kiln.load %p : tensor<1024x!kiln.ptr<f32>>
+  %e = math.exp %v : tensor<1024xf32>
+  kiln.store %p, %e : tensor<1024x!kiln.ptr<f32>>
+  %c = kiln.make_range 0 to 16 : tensor<16xi32>
+  %two = arith.constant dense<2> : tensor<1x16xi32>
+  %ce = kiln.expand_dims %c {axis = 0 : i32} : tensor<16xi32> -> tensor<1x16xi32>
+  %cs = arith.muli %ce, %two : tensor<1x16xi32>
+  %cb = kiln.broadcast %cs : tensor<1x16xi32> -> tensor<64x16xi32>
+  %q0 = kiln.splat %x : tensor<64x16x!kiln.ptr<f32>>
+  %q = kiln.addptr %q0, %cb : tensor<64x16x!kiln.ptr<f32>>, tensor<64x16xi32>
+  %w = kiln.load %q : tensor<64x16x!kiln.ptr<f32>>
+  kiln.store %q, %w : tensor<64x16x!kiln.ptr<f32>>
+  return
+}
