@@ -124,12 +124,16 @@ template <bool BIAS> void BM_matmul(benchmark::State &state) {
     if constexpr (BIAS)
       return autotune<ops::MatmulBiasGelu<f16, 64, 64, 32>, ops::MatmulBiasGelu<f16, 128, 64, 32>,
                       ops::MatmulBiasGelu<f16, 64, 128, 32>, ops::MatmulBiasGelu<f16, 128, 128, 32>,
-                      ops::MatmulBiasGelu<f16, 128, 128, 64>, ops::MatmulBiasGelu<f16, 128, 256, 32>>(
+                      ops::MatmulBiasGelu<f16, 128, 128, 64>, ops::MatmulBiasGelu<f16, 128, 256, 32>,
+                      ops::MatmulBiasGelu<f16, 64, 128, 64>, ops::MatmulBiasGelu<f16, 64, 256, 64>,
+                      ops::MatmulBiasGelu<f16, 128, 256, 64>>(
           gpu(), key, TuneSpace({4, 8}, {2, 3, 4}), launch);
     else
       return autotune<ops::Matmul<f16, 64, 64, 32>, ops::Matmul<f16, 128, 64, 32>,
                       ops::Matmul<f16, 64, 128, 32>, ops::Matmul<f16, 128, 128, 32>,
-                      ops::Matmul<f16, 128, 128, 64>, ops::Matmul<f16, 128, 256, 32>>(
+                      ops::Matmul<f16, 128, 128, 64>, ops::Matmul<f16, 128, 256, 32>,
+                      ops::Matmul<f16, 64, 128, 64>, ops::Matmul<f16, 64, 256, 64>,
+                      ops::Matmul<f16, 128, 256, 64>>(
           gpu(), key, TuneSpace({4, 8}, {2, 3, 4}), launch);
   };
   reportTuned(state, tune(), 2.0 * M * N * K);

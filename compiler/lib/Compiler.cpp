@@ -138,7 +138,7 @@ Output compile(TracedModule &kernel, const Target &target, const CompileOptions 
 
   if (target.kind == Target::Kind::Cuda) {
     d.run("kiln to gpu", [&](OpPassManager &pm) {
-      buildGpuKilnToGpuPipeline(pm, options.num_warps, options.num_stages);
+      buildGpuKilnToGpuPipeline(pm, options.num_warps, options.num_stages, target.arch);
     });
     d.record(Stage::Lowered, d.print());
     d.run("gpu to NVVM", buildGpuToNVVMPipeline);

@@ -127,10 +127,18 @@ LogicalResult convertKernel(func::FuncOp f, int threads) {
 
   LoweringState state(threads, gpuModule);
   state.axis.emplace(f);
+  // wgmma reads its operands from the rings through the async proxy, and
+  // their 128-byte swizzle repeats every 1024 bytes.
+  f.walk([&](kiln::DotOp dot) {
+    auto mma = dyn_cast_or_null<kiln::MmaLayoutAttr>(kiln::getLayout(dot.getType()));
+    state.asyncProxyReads |= mma && mma.getVersion() == 3;
+  });
   // Rings first, then the scratch area.
   int64_t offset = 0;
   f.walk([&](kiln::LocalAllocOp alloc) {
     auto ring = cast<kiln::SharedType>(alloc.getType());
+    if (state.asyncProxyReads)
+      offset = llvm::alignTo(offset, 1024);
     state.ringOffsets[alloc] = offset;
     offset += Emitter::ringStride(ring) * ring.getStages();
   });
@@ -182,7 +190,7 @@ LogicalResult convertKernel(func::FuncOp f, int threads) {
     // extern __shared__, sized at launch from kiln_smem_bytes.
     auto type = LLVM::LLVMArrayType::get(b.getI8Type(), 0);
     LLVM::GlobalOp::create(b, loc, type, /*isConstant=*/false, LLVM::Linkage::External, kSmemName,
-                           Attribute(), /*alignment=*/128, /*addrSpace=*/3);
+                           Attribute(), /*alignment=*/1024, /*addrSpace=*/3);
     LLVM::GlobalOp::create(b, loc, b.getI32Type(), /*isConstant=*/true, LLVM::Linkage::External,
                            kSmemBytesName, b.getI32IntegerAttr(int32_t(state.smemBytes)),
                            /*alignment=*/4, /*addrSpace=*/1);

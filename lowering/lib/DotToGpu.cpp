@@ -4,8 +4,11 @@
 namespace kiln::gpu_lowering {
 
 LogicalResult Emitter::emitDot(kiln::DotOp dot) {
-  if (std::optional<Mma> m = mmaOf(dot.getResult()))
+  if (std::optional<Mma> m = mmaOf(dot.getResult())) {
+    if (cast<kiln::MmaLayoutAttr>(kiln::getLayout(dot.getType())).getVersion() == 3)
+      return emitWgmmaDot(dot, *m);
     return emitMmaDot(dot, *m);
+  }
   if (!isa<kiln::BlockedLayoutAttr, kiln::ReplicatedLayoutAttr>(kiln::getLayout(dot.getType())))
     return dot.emitError("convert-kiln-to-gpu: a product without tensor cores needs a #kiln.blocked "
                          "or #kiln.replicated accumulator");
@@ -212,6 +215,71 @@ LogicalResult Emitter::emitMmaDot(kiln::DotOp dot, const Mma &m) {
   if (acc.size() == 1)
     acc.assign(m.perThread(), acc[0]);
   values[dot] = acc;
+  return success();
+}
+
+LogicalResult Emitter::emitWgmmaDot(kiln::DotOp dot, const Mma &m) {
+  auto at = dot.getA().getType();
+  int64_t M = m.M, N = m.N, K = at.getDimSize(1);
+  Type in = at.getElementType();
+  int64_t scratch = 0;
+  SmemTile ta = operandTile(dot.getA(), scratch), tb = operandTile(dot.getB(), scratch);
+  if (scratch != 0 || !ta.swizzled || !tb.swizzled || ta.transposed || m.wn != 1 || M != 16 * m.wm)
+    return dot.emitError("convert-kiln-to-gpu: a wgmma product reads A and B in place from rings, "
+                         "64 rows per warpgroup");
+  MLIRContext *ctx = b.getContext();
+  Type i64 = b.getI64Type();
+  auto c64 = [&](int64_t v) -> Value { return arith::ConstantOp::create(b, loc, b.getI64IntegerAttr(v)); };
+  // A matrix descriptor of the 128-byte swizzled operand at byte `offset` of
+  // the shared-memory array: start address, leading and stride byte offsets
+  // (in 16-byte units), swizzle mode 1 (128 bytes). Operand panels (64
+  // 16-bit columns, 128-byte rows, 8-row groups 1024 bytes apart) start on
+  // 1024-byte boundaries, so the base offset is 0.
+  auto descriptor = [&](Value offset, int64_t leading, int64_t stride) -> Value {
+    Value addr = LLVM::PtrToIntOp::create(b, loc, i64, smemPtr(offset));
+    Value start = arith::ShRUIOp::create(b, loc, arith::AndIOp::create(b, loc, addr, c64(0x3FFFF)), c64(4));
+    int64_t fields = ((leading >> 4) & 0x3FFF) << 16 | ((stride >> 4) & 0x3FFF) << 32 | int64_t(1) << 62;
+    return arith::OrIOp::create(b, loc, start, c64(fields));
+  };
+  constexpr int64_t kRowBytes = 128, kGroupBytes = 8 * kRowBytes;
+  // Byte offset of element (row, k) of a K-major tile of `rows` rows
+  // (64-column panels of rows x 128 bytes; see swizzled), before swizzling.
+  auto kMajor = [&](int64_t rows, int64_t row, int64_t k) {
+    return (k / kPanelCols) * rows * kRowBytes + row * kRowBytes + (k % kPanelCols) * 2;
+  };
+  // Warpgroup g computes rows [64 g, 64 g + 64).
+  Value group = arith::DivUIOp::create(b, loc, warp, i32(4));
+  Value aGroup = arith::AddIOp::create(b, loc, ta.base, arith::MulIOp::create(b, loc, group, i32(64 * kRowBytes)));
+  NVVM::WGMMATypes type = in.isF16() ? NVVM::WGMMATypes::f16 : NVVM::WGMMATypes::bf16;
+  Type f32 = b.getF32Type();
+  auto accType = LLVM::LLVMStructType::getLiteral(ctx, SmallVector<Type>(N / 2, f32));
+  SmallVector<Value> acc = raw(dot.getAcc());
+  Value d = LLVM::UndefOp::create(b, loc, accType);
+  for (int64_t j = 0; j < N / 2; ++j)
+    d = LLVM::InsertValueOp::create(b, loc, d, pick(acc, j), ArrayRef<int64_t>{j});
+  // The accumulator registers are the wgmma's from here until the wait.
+  NVVM::WgmmaFenceAlignedOp::create(b, loc);
+  for (int64_t k0 = 0; k0 < K; k0 += 16) {
+    Value descA = descriptor(arith::AddIOp::create(b, loc, aGroup, i32(kMajor(M, 0, k0))), 16, kGroupBytes);
+    Value descB;
+    int64_t kRows = tb.type.getDimSize(0);
+    if (tb.transposed) // the source (N x K) is K-major: B in wgmma's own orientation
+      descB = descriptor(arith::AddIOp::create(b, loc, tb.base, i32(kMajor(kRows, 0, k0))), 16, kGroupBytes);
+    else // (K x N), N contiguous: MN-major, panels of 64 columns K * 128 bytes apart
+      descB = descriptor(arith::AddIOp::create(b, loc, tb.base, i32(k0 * kRowBytes)), kRows * kRowBytes,
+                         kGroupBytes);
+    d = NVVM::WgmmaMmaAsyncOp::create(
+        b, loc, accType, d, descA, descB, NVVM::MMAShapeAttr::get(ctx, 64, int(N), 16), type, type,
+        NVVM::WGMMATypes::f32, NVVM::WGMMAScaleOut::one, NVVM::WGMMAScaleIn::one, NVVM::WGMMAScaleIn::one,
+        NVVM::MMALayout::row, tb.transposed ? NVVM::MMALayout::col : NVVM::MMALayout::row,
+        NVVM::MMAIntOverflowAttr());
+  }
+  NVVM::WgmmaGroupSyncAlignedOp::create(b, loc);
+  NVVM::WgmmaWaitGroupSyncOp::create(b, loc, b.getI64IntegerAttr(0));
+  SmallVector<Value> out;
+  for (int64_t j = 0; j < N / 2; ++j)
+    out.push_back(LLVM::ExtractValueOp::create(b, loc, d, ArrayRef<int64_t>{j}));
+  values[dot] = out;
   return success();
 }
 

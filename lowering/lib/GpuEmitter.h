@@ -102,6 +102,9 @@ struct LoweringState {
   /// Vector-load groups given a branch to their element-load path so far
   /// (see loadGroup).
   int slowPaths = 0;
+  /// Tensor cores read the rings through the async proxy (wgmma): copies
+  /// into them are fenced before the barrier that publishes them.
+  bool asyncProxyReads = false;
   /// An op's lowering reported an error.
   bool failed = false;
 };
@@ -390,11 +393,20 @@ private:
       v = arith::TruncIOp::create(b, loc, elem, v);
     return v;
   }
-  /// Writes every element this thread holds of `v` at its flat index; returns bytes used.
   /// Index of element (row, col) of a (rows, cols) 16-bit matrix in shared
   /// memory with its 16-byte chunks XOR-swizzled by the row, so that the eight
-  /// rows an ldmatrix reads fall in different banks.
-  Value swizzled(Value row, Value col, int64_t cols) {
+  /// rows an ldmatrix reads fall in different banks. Rows longer than 128
+  /// bytes are stored as 64-column panels (rows x 64 each, one after the
+  /// other): each panel is then exactly the 128-byte swizzle of wgmma's
+  /// matrix descriptors (and of TMA), 16-byte chunk c of row r at chunk
+  /// c ^ (r % 8) of its 128-byte row, on a 1024-byte aligned base.
+  Value swizzled(Value row, Value col, int64_t rows, int64_t cols) {
+    if (cols > kPanelCols) {
+      Value panel = arith::DivUIOp::create(b, loc, col, i32(kPanelCols));
+      Value within = arith::RemUIOp::create(b, loc, col, i32(kPanelCols));
+      return arith::AddIOp::create(b, loc, arith::MulIOp::create(b, loc, panel, i32(rows * kPanelCols)),
+                                   swizzled(row, within, rows, kPanelCols));
+    }
     int64_t chunks = cols / 8;
     int64_t mask = std::min<int64_t>(chunks, 8) - 1;
     Value chunk = arith::DivUIOp::create(b, loc, col, i32(8));
@@ -404,6 +416,8 @@ private:
         b, loc, arith::MulIOp::create(b, loc, row, i32(cols)),
         arith::AddIOp::create(b, loc, arith::MulIOp::create(b, loc, perm, i32(8)), within));
   }
+  /// Columns of a panel of a swizzled 16-bit tile (128 bytes).
+  static constexpr int64_t kPanelCols = 64;
   static bool swizzlable(int64_t cols) {
     return cols % 8 == 0 && llvm::isPowerOf2_64(uint64_t(cols / 8));
   }
@@ -432,7 +446,7 @@ private:
   /// Element index of (row, col) of a 2-D tile.
   Value tileIndex(const SmemTile &t, Value row, Value col) {
     if (t.swizzled)
-      return swizzled(row, col, t.cols());
+      return swizzled(row, col, t.type.getDimSize(0), t.cols());
     return arith::AddIOp::create(b, loc, arith::MulIOp::create(b, loc, row, i32(t.cols())), col);
   }
   /// Element index of flat (row-major) element `flat`.
@@ -440,7 +454,7 @@ private:
     if (!t.swizzled)
       return flat;
     return swizzled(arith::DivUIOp::create(b, loc, flat, i32(t.cols())),
-                    arith::RemUIOp::create(b, loc, flat, i32(t.cols())), t.cols());
+                    arith::RemUIOp::create(b, loc, flat, i32(t.cols())), t.type.getDimSize(0), t.cols());
   }
   Value tileAddr(const SmemTile &t, Value index) {
     Type elem = storageType(t.type.getElementType());
@@ -474,7 +488,7 @@ private:
     int64_t cols = tile.getShape().back();
     auto at = [&](Value row, Value col) -> Value {
       if (swizzle)
-        return swizzled(row, col, cols);
+        return swizzled(row, col, tile.getDimSize(0), cols);
       return arith::AddIOp::create(b, loc, arith::MulIOp::create(b, loc, row, i32(cols)), col);
     };
     SmallVector<Value> own = raw(v);
@@ -511,7 +525,7 @@ private:
       if (!swizzle)
         return flat;
       return swizzled(arith::DivUIOp::create(b, loc, flat, i32(cols)),
-                      arith::RemUIOp::create(b, loc, flat, i32(cols)), cols);
+                      arith::RemUIOp::create(b, loc, flat, i32(cols)), tile.getDimSize(0), cols);
     };
     for (int64_t j = 0; j < l.perThread; j += width) {
       if (width == 1) {
@@ -657,6 +671,11 @@ public:
   /// each warp loads its A (16x16) and B (16x8) fragments and issues
   /// mma.sync.m16n8k16 with f32 accumulation into the accumulator layout.
   LogicalResult emitMmaDot(kiln::DotOp dot, const Mma &m);
+  /// dot on Hopper's warpgroup tensor cores: each warpgroup issues
+  /// wgmma.mma_async m64nNk16 for its 64 rows, A and B read in place from
+  /// their rings through matrix descriptors, then waits for them (the
+  /// accumulator is #kiln.mma<version = 3>, laid out as version 2).
+  LogicalResult emitWgmmaDot(kiln::DotOp dot, const Mma &m);
 };
 
 //===----------------------------------------------------------------------===//

@@ -21,20 +21,22 @@ void add(OpPassManager &pm, const std::string &text) {
 }
 } // namespace
 
-void kiln::buildGpuKilnToGpuPipeline(OpPassManager &pm, int numWarps, int numStages) {
+void kiln::buildGpuKilnToGpuPipeline(OpPassManager &pm, int numWarps, int numStages,
+                                     const std::string &arch) {
   registerKilnPipelines();
   // The per-thread code is large and flat; a bottom-up worklist canonicalizes
   // it ~50x faster than the default top-down one (attention: 0.06 s vs 5.7 s).
   std::string warps = std::to_string(numWarps);
   add(pm, "kiln-pipeline-loads{num-stages=" + std::to_string(numStages) + "},canonicalize,cse," +
-              "kiln-coalesce{num-warps=" + warps + "},kiln-accelerate-matmul," +
+              "kiln-coalesce{num-warps=" + warps + "},kiln-accelerate-matmul{arch=" + arch + "}," +
               "kiln-remove-layout-conversions,canonicalize,cse," +
               "convert-kiln-to-gpu{num-warps=" + warps + "},canonicalize{top-down=false},cse");
 }
 
 void kiln::buildGpuToNVVMPipeline(OpPassManager &pm) {
   registerKilnPipelines();
-  add(pm, "gpu.module(convert-scf-to-cf,convert-gpu-to-nvvm,canonicalize{top-down=false},cse,"
+  add(pm, "gpu.module(convert-scf-to-cf,convert-gpu-to-nvvm,convert-nvvm-to-llvm,"
+          "canonicalize{top-down=false},cse,"
           "reconcile-unrealized-casts)");
 }
 

@@ -72,14 +72,23 @@ int64_t ReplicatedLayoutAttr::getNumWarps() const { return getWarps(); }
 
 LogicalResult MmaLayoutAttr::verify(EmitError emitError, int64_t version, int64_t warpsM,
                                     int64_t warpsN) {
-  if (version != 2)
-    return emitError() << "#kiln.mma: only version 2 (mma.sync m16n8k16) exists, got " << version;
+  if (version != 2 && version != 3)
+    return emitError() << "#kiln.mma: version 2 (mma.sync m16n8k16) or 3 (wgmma), got " << version;
   if (warpsM < 1 || warpsN < 1)
     return emitError() << "#kiln.mma: warpsM and warpsN must be positive";
+  if (version == 3 && (warpsM % 4 != 0 || warpsN != 1))
+    return emitError() << "#kiln.mma<version = 3>: whole warpgroups on rows (warpsM a multiple of 4, "
+                          "warpsN = 1), got warpsM = "
+                       << warpsM << ", warpsN = " << warpsN;
   return checkWarps(emitError, warpsM * warpsN);
 }
 
 LogicalResult MmaLayoutAttr::verifyEncoding(ArrayRef<int64_t> shape, Type elem, EmitError emitError) const {
+  if (getVersion() == 3 && (shape.size() != 2 || shape[0] != 16 * getWarpsM() || shape[1] % 8 != 0 ||
+                            shape[1] > 256))
+    return emitError() << "#kiln.mma<version = 3, warpsM = " << getWarpsM()
+                       << "> needs an (M, N) tile with M = " << 16 * getWarpsM()
+                       << " (64 rows per warpgroup) and N a multiple of 8 up to 256";
   if (shape.size() != 2 || shape[0] % (16 * getWarpsM()) != 0 || shape[1] % (8 * getWarpsN()) != 0)
     return emitError() << "#kiln.mma<warpsM = " << getWarpsM() << ", warpsN = " << getWarpsN()
                        << "> needs an (M, N) tile with M a multiple of " << 16 * getWarpsM()

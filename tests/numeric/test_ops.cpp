@@ -195,6 +195,89 @@ TEST_CASE_TEMPLATE("matmul and matmul+bias+gelu match the reference", T, float, 
 }
 
 namespace {
+/// C(M, N) = A(M, K) @ B(N, K)^T, a user's kernel: both operands are loaded
+/// in the loop (so pipelined into rings), B transposed in place.
+template <class T, int BM, int BN, int BK> struct MatmulNT {
+  void operator()(Ptr<T> a, Ptr<T> b, Ptr<f32> c, I32 M, I32 N, I32 K) const {
+    auto rm = program_id(0) * BM + arange<BM>();
+    auto rn = program_id(1) * BN + arange<BN>();
+    auto rk = arange<BK>();
+    auto rows = expand_dims<1>(rm), cols = expand_dims<1>(rn); // (BM, 1), (BN, 1)
+    auto acc = for_range(0, K, BK, zeros<f32, BM, BN>(), [&](I32 k0, Tile<f32, BM, BN> acc) {
+      auto k = expand_dims<0>(k0 + rk); // (1, BK)
+      auto at = load(a + rows * K + k, (rows < M) & (k < K), 0);
+      auto bt = load(b + cols * K + k, (cols < N) & (k < K), 0);
+      return dot(at, trans(bt), acc);
+    });
+    auto out = expand_dims<0>(rn);
+    store(c + rows * N + out, acc, (rows < M) & (out < N));
+  }
+};
+
+/// Runs `Kernel` (BM x BN tiles) with `options` on the shapes below against
+/// the f64 reference of A(M, K) @ B(K, N) (or B(N, K)^T for `nt`; with the
+/// bias+gelu epilogue for `bias`).
+template <class Kernel, class T, int BM, int BN, bool nt = false, bool bias = false>
+void check_tiles(const CompileOptions &options) {
+  auto k = compile<Kernel>(kCpu, options);
+  for (auto [M, N, K] : {std::tuple{1, 1, 1}, {BM, BN, 64}, {BM + 3, 2 * BN - 5, 200}, {70, 50, 136}}) {
+    CAPTURE(M);
+    CAPTURE(N);
+    CAPTURE(K);
+    auto a = test::random_vector<T>(std::size_t(M) * K, 71);
+    auto b = test::random_vector<T>(std::size_t(K) * N, 72);
+    std::vector<T> bkn = b; // (K, N) for the reference
+    if (nt)
+      for (int i = 0; i < K; ++i)
+        for (int j = 0; j < N; ++j)
+          bkn[std::size_t(i) * N + j] = b[std::size_t(j) * K + i];
+    auto bv = test::random_vector<T>(N, 73);
+    double tol = std::is_same_v<T, half> ? 1e-2 : 4e-2;
+    Mem da(a);
+    Mem db(b);
+    Mem dbias(bv);
+    Grid grid(ceil_div(M, BM), ceil_div(N, BN));
+    if constexpr (nt) {
+      std::vector<float> c(std::size_t(M) * N, -5.f);
+      Mem dc(c);
+      k.launch(grid, da(), db(), dc(), M, N, K);
+      check(dc.fetch(), ref::matmul(a, bkn, M, N, K), tol, tol);
+    } else {
+      std::vector<T> c(std::size_t(M) * N, T(-5.0f));
+      Mem dc(c);
+      if constexpr (bias) {
+        k.launch(grid, da(), db(), dbias(), dc(), M, N, K, K, N, N);
+        check(dc.fetch(), ref::matmul(a, b, M, N, K, &bv), tol, tol);
+      } else {
+        k.launch(grid, da(), db(), dc(), M, N, K, K, N, N);
+        check(dc.fetch(), ref::matmul(a, b, M, N, K), tol, tol);
+      }
+    }
+  }
+}
+} // namespace
+
+TEST_CASE_TEMPLATE("tensor-core tiles (wgmma on sm_90a) match the reference on ragged shapes", T, half,
+                   bfloat16) {
+  using D = std::conditional_t<std::is_same_v<T, half>, f16, bf16>;
+  CompileOptions w8, w4;
+  w8.num_warps = 8;
+  w8.num_stages = 3;
+  w4.num_warps = 4;
+  w4.num_stages = 4;
+  SUBCASE("128x128, two warpgroups") { check_tiles<ops::Matmul<D, 128, 128, 64>, T, 128, 128>(w8); }
+  SUBCASE("128x256, K in steps of 64") { check_tiles<ops::Matmul<D, 128, 256, 64>, T, 128, 256>(w8); }
+  SUBCASE("64x128, one warpgroup, B in one 64-column panel pair") {
+    check_tiles<ops::Matmul<D, 64, 128, 64>, T, 64, 128>(w4);
+  }
+  SUBCASE("64x64, one panel") { check_tiles<ops::Matmul<D, 64, 64, 64>, T, 64, 64>(w4); }
+  SUBCASE("bias and gelu fused") {
+    check_tiles<ops::MatmulBiasGelu<D, 128, 128, 64>, T, 128, 128, false, true>(w8);
+  }
+  SUBCASE("A @ B^T, B read transposed") { check_tiles<MatmulNT<D, 128, 128, 64>, T, 128, 128, true>(w8); }
+}
+
+namespace {
 /// Reductions along either axis of a 2-D tile, argmax, and a 128-element
 /// tile (one element per thread at 4 warps) reduced to a scalar and
 /// broadcast back: the shared-memory and shuffle paths of the GPU lowering.

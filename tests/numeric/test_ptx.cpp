@@ -208,6 +208,37 @@ TEST_CASE("matmul operands are copied asynchronously into a ring of num_stages b
   CHECK(check_kernel<ops::Matmul<f16, 64, 64, 32>>(nullptr, one).find("cp.async") == std::string::npos);
 }
 
+TEST_CASE("on sm_90a, products read in place from rings by whole warpgroups run on wgmma") {
+  CompileOptions w8;
+  w8.num_warps = 8;
+  w8.num_stages = 3;
+  auto hopper = compile<ops::Matmul<f16, 128, 256, 64>>(Target::cuda("sm_90a"), w8);
+  const std::string &ptx = hopper.ir(Stage::Ptx);
+  // Two warpgroups, each 64 rows: four k16 steps of m64n256k16 per tile of K.
+  CHECK(ptx.find("wgmma.mma_async.sync.aligned.m64n256k16.f32.f16.f16") != std::string::npos);
+  CHECK(ptx.find("wgmma.fence.sync.aligned") != std::string::npos);
+  CHECK(ptx.find("wgmma.commit_group.sync.aligned") != std::string::npos);
+  // The copies into the rings are fenced for the async proxy that wgmma reads through.
+  CHECK(ptx.find("fence.proxy.async.shared::cta") != std::string::npos);
+  CHECK(ptx.find("mma.sync") == std::string::npos);
+  CHECK(ptxas(ptx, "sm_90a", hopper.name()) == 0);
+  CHECK(spill_stores(ptx, hopper.name()) == 0);
+  auto bf = compile<ops::MatmulBiasGelu<bf16, 128, 128, 64>>(Target::cuda("sm_90a"), w8);
+  CHECK(bf.ir(Stage::Ptx).find("wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16") != std::string::npos);
+  CHECK(spill_stores(bf.ir(Stage::Ptx), bf.name()) == 0);
+  // sm_80 keeps mma.sync for the same kernel.
+  auto ampere = compile<ops::Matmul<f16, 128, 256, 64>>(Target::cuda("sm_80"), w8);
+  CHECK(ampere.ir(Stage::Ptx).find("mma.sync.aligned.m16n8k16") != std::string::npos);
+  CHECK(ampere.ir(Stage::Ptx).find("wgmma") == std::string::npos);
+  // Rows that do not split into whole warpgroups (128 rows over 4 warps) stay on mma.sync.
+  CompileOptions w4;
+  w4.num_warps = 4;
+  w4.num_stages = 3;
+  auto quarter = compile<ops::Matmul<f16, 128, 128, 64>>(Target::cuda("sm_90a"), w4);
+  CHECK(quarter.ir(Stage::Ptx).find("wgmma") == std::string::npos);
+  CHECK(quarter.ir(Stage::Ptx).find("mma.sync.aligned.m16n8k16") != std::string::npos);
+}
+
 TEST_CASE("kernels may use more than 48 KB of shared memory") {
   CompileOptions four;
   four.num_stages = 4;

@@ -85,7 +85,33 @@ kiln::MmaLayoutAttr chooseMma(kiln::DotOp dot, int64_t warps) {
   return best;
 }
 
+/// Whether wgmma reads `v`, an operand of a product of inner dimension K,
+/// in place: a ring buffer kept in shared memory (kiln.local_load) or, for
+/// B, a transposed view of one, whose rows the 128-byte swizzle covers in
+/// whole 64-column panels along the contiguous dimension (K for A and a
+/// transposed B, N for B as is).
+bool wgmmaReadsInPlace(Value v, bool isB) {
+  auto layout = dyn_cast_or_null<kiln::SharedLayoutAttr>(kiln::getLayout(v.getType()));
+  if (!layout || !layout.getSwizzle())
+    return false;
+  Value ring = v;
+  if (auto t = v.getDefiningOp<kiln::TransOp>()) {
+    if (!isB || !layout.getTransposed())
+      return false;
+    ring = t.getSrc();
+  } else if (layout.getTransposed()) {
+    return false;
+  }
+  auto ll = ring.getDefiningOp<kiln::LocalLoadOp>();
+  if (!ll || !isa_and_nonnull<kiln::SharedLayoutAttr>(kiln::getLayout(ll.getType())))
+    return false;
+  auto tile = ll.getType();
+  return tile.getRank() == 2 && tile.getElementType().getIntOrFloatBitWidth() == 16 &&
+         tile.getDimSize(1) % 64 == 0;
+}
+
 struct KilnAccelerateMatmulPass : kiln::impl::KilnAccelerateMatmulBase<KilnAccelerateMatmulPass> {
+  using KilnAccelerateMatmulBase::KilnAccelerateMatmulBase;
   llvm::MapVector<Operation *, kiln::MmaLayoutAttr> chosen;
   int64_t warps = 0;
 
@@ -145,6 +171,15 @@ struct KilnAccelerateMatmulPass : kiln::impl::KilnAccelerateMatmulBase<KilnAccel
       t.getSrcMutable().assign(staged);
       t.getResult().setType(cast<RankedTensorType>(kiln::withLayout(t.getType(), shared(src, true))));
     });
+    // Hopper: products read wholly in place, 64 rows per warpgroup, on wgmma.
+    if (arch == "sm_90a" && warps % 4 == 0)
+      for (auto &[op, mma] : chosen) {
+        auto dot = cast<kiln::DotOp>(op);
+        int64_t M = dot.getA().getType().getDimSize(0), N = dot.getB().getType().getDimSize(1);
+        if (M == 16 * warps && N % 8 == 0 && N <= 256 && wgmmaReadsInPlace(dot.getA(), false) &&
+            wgmmaReadsInPlace(dot.getB(), true))
+          mma = kiln::MmaLayoutAttr::get(&getContext(), 3, warps, 1);
+      }
     for (auto [op, mma] : chosen) {
       auto dot = cast<kiln::DotOp>(op);
       b.setInsertionPoint(dot);

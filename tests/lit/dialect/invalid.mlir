@@ -216,8 +216,8 @@ func.func @test_not_mma_fit(%t: tensor<16x64xf32, #kiln.mma<version = 2, warpsM 
 
 // -----
 
-// expected-error @+1 {{#kiln.mma: only version 2 (mma.sync m16n8k16) exists, got 3}}
-func.func @test_not_mma_version(%t: tensor<64x64xf32, #kiln.mma<version = 3, warpsM = 4, warpsN = 1>>) {
+// expected-error @+1 {{#kiln.mma: version 2 (mma.sync m16n8k16) or 3 (wgmma), got 4}}
+func.func @test_not_mma_version(%t: tensor<64x64xf32, #kiln.mma<version = 4, warpsM = 4, warpsN = 1>>) {
   return
 }
 
@@ -262,5 +262,19 @@ func.func @test_not_convert_without_layouts(%t: tensor<64x64xf32>) {
 func.func @test_not_convert_shape(%t: tensor<64x64xf32, #kiln.mma<version = 2, warpsM = 4, warpsN = 1>>) {
   // expected-error @+1 {{requires the same shape for all operands and results}}
   %0 = kiln.convert_layout %t : tensor<64x64xf32, #kiln.mma<version = 2, warpsM = 4, warpsN = 1>> -> tensor<64x32xf32, #kiln.mma<version = 2, warpsM = 4, warpsN = 1>>
+  return
+}
+
+// -----
+
+// expected-error @+1 {{#kiln.mma<version = 3>: whole warpgroups on rows (warpsM a multiple of 4, warpsN = 1), got warpsM = 2, warpsN = 2}}
+func.func @mma_v3_warps(%x: tensor<64x64xf32, #kiln.mma<version = 3, warpsM = 2, warpsN = 2>>) {
+  return
+}
+
+// -----
+
+// expected-error @+1 {{#kiln.mma<version = 3, warpsM = 4> needs an (M, N) tile with M = 64 (64 rows per warpgroup) and N a multiple of 8 up to 256}}
+func.func @mma_v3_rows(%x: tensor<128x64xf32, #kiln.mma<version = 3, warpsM = 4, warpsN = 1>>) {
   return
 }

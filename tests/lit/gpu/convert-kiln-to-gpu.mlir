@@ -75,7 +75,7 @@ func.func @test_reduce(%x: !kiln.ptr<f32>) attributes {kiln.kernel} {
 // bytes (the 64 f32 of the broadcast source; the 64 partial sums of the one
 // warp). Shared memory is dynamic: an extern array, with its size in a
 // global the runtime reads at load time.
-// CHECK: llvm.mlir.global external @kiln_smem() {addr_space = 3 : i32, alignment = 128 : i64} : !llvm.array<0 x i8>
+// CHECK: llvm.mlir.global external @kiln_smem() {addr_space = 3 : i32, alignment = 1024 : i64} : !llvm.array<0 x i8>
 // CHECK: llvm.mlir.global external constant @kiln_smem_bytes(256 : i32) {addr_space = 1 : i32, alignment = 4 : i64} : i32
 // CHECK-LABEL: gpu.func @test_broadcast
 // CHECK: llvm.store %{{.*}}, %{{.*}} {alignment = 8 : i64} : vector<2xf32>, !llvm.ptr<3>

@@ -62,7 +62,8 @@ void buildCpuKilnToStandardPipeline(mlir::OpPassManager &pm);
 void buildCpuStandardToLLVMPipeline(mlir::OpPassManager &pm);
 
 /// kiln (cleaned) -> gpu.module with scalar code per thread.
-void buildGpuKilnToGpuPipeline(mlir::OpPassManager &pm, int numWarps, int numStages = 2);
+void buildGpuKilnToGpuPipeline(mlir::OpPassManager &pm, int numWarps, int numStages = 2,
+                               const std::string &arch = "sm_80");
 /// gpu.module -> NVVM / LLVM dialect.
 void buildGpuToNVVMPipeline(mlir::OpPassManager &pm);
 /// Serializes the (NVVM-lowered) gpu.module of `module` to PTX for `chip`

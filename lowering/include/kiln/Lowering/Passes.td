@@ -160,6 +160,14 @@ def KilnAccelerateMatmul : Pass<"kiln-accelerate-matmul", "mlir::ModuleOp"> {
     `kiln.trans` whose only users are B operands is its source's tile read
     transposed (`transposed = true`); other operands are converted.
 
+    For `arch=sm_90a`, a product whose A and B are both read in place from
+    rings (B as is or transposed) and whose rows split over whole
+    warpgroups, 64 rows each (M = 16 * num-warps), with K a multiple of 64
+    (128-byte rows of A, or of B when it is transposed), N a multiple of 64
+    for a B as is and N up to 256, gets `#kiln.mma<version = 3>`: Hopper's
+    `wgmma`, reading both operands from shared memory through matrix
+    descriptors (the rings' 128-byte swizzle is wgmma's).
+
     Before:
     ```mlir
     %d = kiln.dot %a, %b, %acc : tensor<64x32xf16, #blocked>, tensor<32x64xf16, #blocked> -> tensor<64x64xf32, #blocked>
@@ -173,6 +181,8 @@ def KilnAccelerateMatmul : Pass<"kiln-accelerate-matmul", "mlir::ModuleOp"> {
     %d = kiln.convert_layout %d2 : ... -> tensor<64x64xf32, #blocked>
     ```
   }];
+  let options = [Option<"arch", "arch", "std::string", "\"sm_80\"",
+                        "CUDA architecture: sm_90a enables wgmma (#kiln.mma<version = 3>)">];
   let dependentDialects = ["::kiln::KilnDialect"];
 }
 

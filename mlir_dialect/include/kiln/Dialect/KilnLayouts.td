@@ -73,8 +73,17 @@ def Kiln_MmaLayout : Kiln_Layout<"MmaLayout", "mma"> {
     at columns `2 * (l % 4)` and `2 * (l % 4) + 1`: four f32 per tile.
     M must be a multiple of `16 * warpsM` and N of `8 * warpsN`.
 
+    `version = 3` is Hopper's warpgroup-level `wgmma.mma_async` (sm_90a),
+    operands read from shared memory through matrix descriptors: each
+    warpgroup of 4 consecutive warps computes 64 rows, so M is `16 * warpsM`
+    and `warpsN` is 1, and a thread holds exactly the elements it holds in
+    `version = 2` with the same warps (wgmma's accumulator fragment is that
+    of 16x8 tiles along the warp's 16 rows). Everything that reads an
+    accumulator (epilogues, row reductions, row slices) treats both alike.
+
     ```mlir
     tensor<64x64xf32, #kiln.mma<version = 2, warpsM = 2, warpsN = 2>>
+    tensor<128x256xf32, #kiln.mma<version = 3, warpsM = 8, warpsN = 1>>
     ```
   }];
   let parameters = (ins "int64_t":$version, "int64_t":$warpsM, "int64_t":$warpsN);
