@@ -275,7 +275,9 @@ LogicalResult Emitter::emitWgmmaDot(kiln::DotOp dot, const Mma &m) {
         NVVM::MMAIntOverflowAttr());
   }
   NVVM::WgmmaGroupSyncAlignedOp::create(b, loc);
-  NVVM::WgmmaWaitGroupSyncOp::create(b, loc, b.getI64IntegerAttr(0));
+  // An asynchronous product is waited for by a kiln.dot_wait.
+  if (!dot.getAsync())
+    NVVM::WgmmaWaitGroupSyncOp::create(b, loc, b.getI64IntegerAttr(0));
   SmallVector<Value> out;
   for (int64_t j = 0; j < N / 2; ++j)
     out.push_back(LLVM::ExtractValueOp::create(b, loc, d, ArrayRef<int64_t>{j}));
@@ -283,9 +285,42 @@ LogicalResult Emitter::emitWgmmaDot(kiln::DotOp dot, const Mma &m) {
   return success();
 }
 
+LogicalResult Emitter::emitDotWait(kiln::DotWaitOp op) {
+  // The wait takes the accumulator registers in and gives them back, so
+  // that nothing computed from them (an epilogue's conversions) is moved
+  // before it, where they are still being written.
+  SmallVector<Value> in = raw(op.getInput());
+  int64_t n = perThreadOf(op.getType());
+  SmallVector<Value> operands;
+  SmallVector<Type> types;
+  std::string constraints;
+  for (int64_t j = 0; j < n; ++j) {
+    operands.push_back(pick(in, j));
+    types.push_back(operands.back().getType());
+    constraints += (j ? ",=f" : "=f");
+  }
+  for (int64_t j = 0; j < n; ++j)
+    constraints += "," + std::to_string(j);
+  auto structType = LLVM::LLVMStructType::getLiteral(b.getContext(), types);
+  Value waited =
+      LLVM::InlineAsmOp::create(b, loc, structType, operands,
+                                "wgmma.wait_group.sync.aligned " + std::to_string(op.getPendings()) + ";",
+                                constraints, /*has_side_effects=*/true, /*is_align_stack=*/false,
+                                LLVM::tailcallkind::TailCallKind::None, LLVM::AsmDialectAttr(), ArrayAttr())
+          .getResult(0);
+  SmallVector<Value> out;
+  for (int64_t j = 0; j < n; ++j)
+    out.push_back(LLVM::ExtractValueOp::create(b, loc, waited, ArrayRef<int64_t>{j}));
+  if (op.getSync())
+    barrier();
+  values[op.getResult()] = out;
+  return success();
+}
+
 void populateDotToGpuPatterns(const TypeConverter &converter, LoweringState &state,
                               RewritePatternSet &patterns) {
   addPattern<kiln::DotOp, &Emitter::emitDot>(patterns, converter, state);
+  addPattern<kiln::DotWaitOp, &Emitter::emitDotWait>(patterns, converter, state);
 }
 
 } // namespace kiln::gpu_lowering

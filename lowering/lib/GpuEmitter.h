@@ -10,7 +10,7 @@
 //   ShapeToGpu.cpp          make_range, splat, expand_dims, reshape, broadcast, trans
 //   LoadStoreToGpu.cpp      addptr, load, store, atomic_add, rings and async copies
 //   ReduceToGpu.cpp         reduce, argmax
-//   DotToGpu.cpp            dot (mma.sync from shared memory or registers, or FMA)
+//   DotToGpu.cpp            dot (wgmma, mma.sync from shared memory or registers, or FMA), dot_wait
 //   ConvertLayoutToGpu.cpp  convert_layout (and index arithmetic recomputed in a layout)
 //   ControlFlowToGpu.cpp    scf.for and its carried tiles, program ids, return
 //   GpuEmitter.cpp          elements per thread, binding operands, replacing results
@@ -676,6 +676,8 @@ public:
   /// their rings through matrix descriptors, then waits for them (the
   /// accumulator is #kiln.mma<version = 3>, laid out as version 2).
   LogicalResult emitWgmmaDot(kiln::DotOp dot, const Mma &m);
+  /// kiln.dot_wait: wgmma.wait_group, then a barrier for `sync`.
+  LogicalResult emitDotWait(kiln::DotWaitOp op);
 };
 
 //===----------------------------------------------------------------------===//

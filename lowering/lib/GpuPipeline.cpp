@@ -29,7 +29,7 @@ void kiln::buildGpuKilnToGpuPipeline(OpPassManager &pm, int numWarps, int numSta
   std::string warps = std::to_string(numWarps);
   add(pm, "kiln-pipeline-loads{num-stages=" + std::to_string(numStages) + "},canonicalize,cse," +
               "kiln-coalesce{num-warps=" + warps + "},kiln-accelerate-matmul{arch=" + arch + "}," +
-              "kiln-remove-layout-conversions,canonicalize,cse," +
+              "kiln-remove-layout-conversions,canonicalize,cse,kiln-pipeline-mma," +
               "convert-kiln-to-gpu{num-warps=" + warps + "},canonicalize{top-down=false},cse");
 }
 

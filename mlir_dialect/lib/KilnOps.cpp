@@ -236,6 +236,14 @@ LogicalResult DotOp::verify() {
   if (acc.getDimSize(0) != a.getDimSize(0) || acc.getDimSize(1) != b.getDimSize(1))
     return emitOpError("accumulator shape ") << acc << " != " << a.getDimSize(0) << "x"
                                              << b.getDimSize(1);
+  if (getAsync())
+    for (Operation *user : getResult().getUsers()) {
+      auto dot = dyn_cast<DotOp>(user);
+      if (!isa<DotWaitOp>(user) && !user->hasTrait<OpTrait::IsTerminator>() &&
+          !(dot && dot.getAsync() && dot.getAcc() == getResult()))
+        return emitOpError("the result of an async product is read by ")
+               << user->getName() << "; only a kiln.dot_wait, a yield or the next async product may";
+    }
   return success();
 }
 

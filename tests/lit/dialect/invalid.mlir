@@ -278,3 +278,12 @@ func.func @mma_v3_warps(%x: tensor<64x64xf32, #kiln.mma<version = 3, warpsM = 2,
 func.func @mma_v3_rows(%x: tensor<128x64xf32, #kiln.mma<version = 3, warpsM = 4, warpsN = 1>>) {
   return
 }
+
+// -----
+
+func.func @async_dot_read(%a: tensor<64x64xf16>, %b: tensor<64x64xf16>, %c: tensor<64x64xf32>) -> tensor<64x64xf32> {
+  // expected-error @+1 {{the result of an async product is read by arith.addf; only a kiln.dot_wait, a yield or the next async product may}}
+  %d = kiln.dot %a, %b, %c {async} : tensor<64x64xf16>, tensor<64x64xf16> -> tensor<64x64xf32>
+  %e = arith.addf %d, %d : tensor<64x64xf32>
+  return %e : tensor<64x64xf32>
+}

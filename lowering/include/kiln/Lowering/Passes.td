@@ -186,6 +186,44 @@ def KilnAccelerateMatmul : Pass<"kiln-accelerate-matmul", "mlir::ModuleOp"> {
   let dependentDialects = ["::kiln::KilnDialect"];
 }
 
+def KilnPipelineMma : Pass<"kiln-pipeline-mma", "mlir::ModuleOp"> {
+  let summary = "Keep Hopper's asynchronous products in flight across loop iterations";
+  let description = [{
+    In a loop whose one product is on wgmma (`#kiln.mma<version = 3>`) with
+    its accumulator carried by the loop, the product becomes `async`: it is
+    followed by `kiln.dot_wait {pendings = 1, sync}` (the previous
+    iteration's product is complete, in every warpgroup), the iteration's
+    ring copies move after that wait (they overwrite the buffer the previous
+    products read), and the loop's result goes through
+    `kiln.dot_wait {pendings = 0}` after the loop. The tensor cores then run
+    one iteration's product while the program waits for the next operands.
+
+    Before:
+    ```mlir
+    %r = scf.for ... iter_args(%acc = %zero) {
+      kiln.async_wait {pending = 1 : i32}
+      kiln.async_copy %p, %ring[%ahead] ...
+      kiln.async_commit
+      %d = kiln.dot %a, %b, %acc ...
+      scf.yield %d
+    }
+    ```
+    After:
+    ```mlir
+    %r = scf.for ... iter_args(%acc = %zero) {
+      kiln.async_wait {pending = 1 : i32}
+      %d = kiln.dot %a, %b, %acc {async} ...
+      %w = kiln.dot_wait %d {pendings = 1 : i32, sync}
+      kiln.async_copy %p, %ring[%ahead] ...
+      kiln.async_commit
+      scf.yield %w
+    }
+    %done = kiln.dot_wait %r {pendings = 0 : i32}
+    ```
+  }];
+  let dependentDialects = ["::kiln::KilnDialect"];
+}
+
 def KilnRemoveLayoutConversions : Pass<"kiln-remove-layout-conversions", "mlir::ModuleOp"> {
   let summary = "Keep values in tensor-core layouts; carry them across loops";
   let description = [{

@@ -344,11 +344,36 @@ def Kiln_DotOp : Kiln_Op<"dot", [Pure, AllTypesMatch<["acc", "result"]>]> {
     ```mlir
     %c = kiln.dot %a, %b, %acc : tensor<64x32xf16>, tensor<32x64xf16> -> tensor<64x64xf32>
     ```
+
+    An `async` product (set by kiln-pipeline-mma for Hopper's wgmma) is
+    issued and not waited for: its result may only be the accumulator of
+    the next asynchronous product, be yielded by its loop, or go through a
+    `kiln.dot_wait`, which says when it is complete.
   }];
-  let arguments = (ins Kiln_FloatTile:$a, Kiln_FloatTile:$b, Kiln_FloatTile:$acc);
+  let arguments = (ins Kiln_FloatTile:$a, Kiln_FloatTile:$b, Kiln_FloatTile:$acc, UnitAttr:$async);
   let results = (outs Kiln_FloatTile:$result);
   let assemblyFormat = "$a `,` $b `,` $acc attr-dict `:` type($a) `,` type($b) `->` type($result)";
   let hasVerifier = 1;
+}
+
+def Kiln_DotWaitOp : Kiln_Op<"dot_wait", [AllTypesMatch<["input", "result"]>]> {
+  let summary = "wait for asynchronous products";
+  let description = [{
+    Waits until at most `pendings` asynchronous products (`kiln.dot` with
+    `async`) of this warpgroup are in flight, and returns `input`, which is
+    complete when `pendings` is 0. With `sync`, the program's threads then
+    synchronise, so that no warpgroup's earlier products still read the
+    shared memory that what follows overwrites.
+
+    ```mlir
+    %w = kiln.dot_wait %d {pendings = 1 : i32, sync} : tensor<128x256xf32, #mma>
+    %r = kiln.dot_wait %acc {pendings = 0 : i32} : tensor<128x256xf32, #mma>
+    ```
+  }];
+  let arguments = (ins Kiln_FloatTile:$input, ConfinedAttr<I32Attr, [IntNonNegative]>:$pendings,
+                       UnitAttr:$sync);
+  let results = (outs Kiln_FloatTile:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input)";
 }
 
 def Kiln_ReduceOp : Kiln_Op<"reduce", [Pure]> {

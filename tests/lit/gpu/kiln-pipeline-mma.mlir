@@ -1,0 +1,72 @@
+// RUN: kiln-opt %s -split-input-file -kiln-pipeline-mma | FileCheck %s
+
+// The loop's one product is on wgmma and its accumulator is only carried by
+// the loop: the product becomes async, the previous iteration's product is
+// waited for (with a barrier) before the copies that overwrite its buffer,
+// and the loop's result is waited for after the loop.
+// CHECK-LABEL: func.func @test_async_wgmma
+// CHECK: %[[R:.*]] = scf.for {{.*}} iter_args(%[[ACC:.*]] = %{{.*}})
+// CHECK: kiln.async_wait {pending = 1 : i32}
+// CHECK-NEXT: %[[A:.*]] = kiln.local_load
+// CHECK-NEXT: %[[B:.*]] = kiln.local_load
+// CHECK-NEXT: %[[D:.*]] = kiln.dot %[[A]], %[[B]], %[[ACC]] {async}
+// CHECK-NEXT: %[[W:.*]] = kiln.dot_wait %[[D]] {pendings = 1 : i32, sync}
+// CHECK-NEXT: kiln.async_copy
+// CHECK-NEXT: kiln.async_copy
+// CHECK-NEXT: kiln.async_commit
+// CHECK-NEXT: scf.yield %[[W]]
+// CHECK: %[[DONE:.*]] = kiln.dot_wait %[[R]] {pendings = 0 : i32}
+// CHECK: return %[[DONE]]
+#s = #kiln.shared<swizzle = true, transposed = false, warps = 8>
+#mma = #kiln.mma<version = 3, warpsM = 8, warpsN = 1>
+#b = #kiln.blocked<vec = 8, warps = 8>
+module attributes {kiln.num_warps = 8 : i32} {
+  func.func @test_async_wgmma(%pa: tensor<128x64x!kiln.ptr<f16>, #b>, %pb: tensor<64x128x!kiln.ptr<f16>, #b>,
+                              %init: tensor<128x128xf32, #mma>, %n: i32) -> tensor<128x128xf32, #mma> attributes {kiln.kernel} {
+    %c0 = arith.constant 0 : i32
+    %c1 = arith.constant 1 : i32
+    %c3 = arith.constant 3 : i32
+    %ra = kiln.local_alloc : !kiln.shared<3x128x64xf16>
+    %rb = kiln.local_alloc : !kiln.shared<3x64x128xf16>
+    %r = scf.for %i = %c0 to %n step %c1 iter_args(%acc = %init) -> (tensor<128x128xf32, #mma>) : i32 {
+      %s = arith.remsi %i, %c3 : i32
+      kiln.async_wait {pending = 1 : i32}
+      kiln.async_copy %pa, %ra[%s] : tensor<128x64x!kiln.ptr<f16>, #b>, !kiln.shared<3x128x64xf16>
+      kiln.async_copy %pb, %rb[%s] : tensor<64x128x!kiln.ptr<f16>, #b>, !kiln.shared<3x64x128xf16>
+      kiln.async_commit
+      %a = kiln.local_load %ra[%s] : !kiln.shared<3x128x64xf16> -> tensor<128x64xf16, #s>
+      %bm = kiln.local_load %rb[%s] : !kiln.shared<3x64x128xf16> -> tensor<64x128xf16, #s>
+      %d = kiln.dot %a, %bm, %acc : tensor<128x64xf16, #s>, tensor<64x128xf16, #s> -> tensor<128x128xf32, #mma>
+      scf.yield %d : tensor<128x128xf32, #mma>
+    }
+    return %r : tensor<128x128xf32, #mma>
+  }
+}
+
+// -----
+
+// mma.sync products (version 2) and accumulators used inside the loop stay
+// synchronous.
+// CHECK-LABEL: func.func @test_not_async
+// CHECK-NOT: async}
+// CHECK-NOT: kiln.dot_wait
+#s = #kiln.shared<swizzle = true, transposed = false, warps = 8>
+#mma2 = #kiln.mma<version = 2, warpsM = 2, warpsN = 4>
+#mma = #kiln.mma<version = 3, warpsM = 8, warpsN = 1>
+module attributes {kiln.num_warps = 8 : i32} {
+  func.func @test_not_async(%a: tensor<128x64xf16, #s>, %bm: tensor<64x128xf16, #s>, %init2: tensor<128x128xf32, #mma2>,
+                            %init: tensor<128x128xf32, #mma>, %n: i32) -> (tensor<128x128xf32, #mma2>, tensor<128x128xf32, #mma>) attributes {kiln.kernel} {
+    %c0 = arith.constant 0 : i32
+    %c1 = arith.constant 1 : i32
+    %r = scf.for %i = %c0 to %n step %c1 iter_args(%acc = %init2) -> (tensor<128x128xf32, #mma2>) : i32 {
+      %d = kiln.dot %a, %bm, %acc : tensor<128x64xf16, #s>, tensor<64x128xf16, #s> -> tensor<128x128xf32, #mma2>
+      scf.yield %d : tensor<128x128xf32, #mma2>
+    }
+    %q = scf.for %i = %c0 to %n step %c1 iter_args(%acc = %init) -> (tensor<128x128xf32, #mma>) : i32 {
+      %d = kiln.dot %a, %bm, %acc : tensor<128x64xf16, #s>, tensor<64x128xf16, #s> -> tensor<128x128xf32, #mma>
+      %e = arith.addf %d, %d : tensor<128x128xf32, #mma>
+      scf.yield %e : tensor<128x128xf32, #mma>
+    }
+    return %r, %q : tensor<128x128xf32, #mma2>, tensor<128x128xf32, #mma>
+  }
+}
