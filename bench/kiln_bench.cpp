@@ -126,14 +126,14 @@ template <bool BIAS> void BM_matmul(benchmark::State &state) {
                       ops::MatmulBiasGelu<f16, 64, 128, 32>, ops::MatmulBiasGelu<f16, 128, 128, 32>,
                       ops::MatmulBiasGelu<f16, 128, 128, 64>, ops::MatmulBiasGelu<f16, 128, 256, 32>,
                       ops::MatmulBiasGelu<f16, 64, 128, 64>, ops::MatmulBiasGelu<f16, 64, 256, 64>,
-                      ops::MatmulBiasGelu<f16, 128, 256, 64>>(
+                      ops::MatmulBiasGelu<f16, 128, 256, 64>, ops::MatmulBiasGelu<f16, 128, 128, 128>>(
           gpu(), key, TuneSpace({4, 8}, {2, 3, 4}), launch);
     else
       return autotune<ops::Matmul<f16, 64, 64, 32>, ops::Matmul<f16, 128, 64, 32>,
                       ops::Matmul<f16, 64, 128, 32>, ops::Matmul<f16, 128, 128, 32>,
                       ops::Matmul<f16, 128, 128, 64>, ops::Matmul<f16, 128, 256, 32>,
                       ops::Matmul<f16, 64, 128, 64>, ops::Matmul<f16, 64, 256, 64>,
-                      ops::Matmul<f16, 128, 256, 64>>(
+                      ops::Matmul<f16, 128, 256, 64>, ops::Matmul<f16, 128, 128, 128>>(
           gpu(), key, TuneSpace({4, 8}, {2, 3, 4}), launch);
   };
   reportTuned(state, tune(), 2.0 * M * N * K);
@@ -267,7 +267,7 @@ BENCHMARK(BM_softmax<1024, true>)->Args({32768, 1024, 4})->Args({32768, 1024, 8}
     ->UseManualTime()->Unit(benchmark::kMicrosecond)->Iterations(1);
 BENCHMARK(BM_layernorm<1024, true>)->Args({8192, 768, 4})->UseManualTime()->Unit(benchmark::kMicrosecond)->Iterations(1);
 BENCHMARK(BM_layernorm<1024, false>)->Args({32768, 4096, 8})->UseManualTime()->Unit(benchmark::kMicrosecond)->Iterations(1);
-BENCHMARK(BM_matmul<false>)->Args({4096, 4096, 4096})->UseManualTime()->Unit(benchmark::kMillisecond)->Iterations(1);
+BENCHMARK(BM_matmul<false>)->Args({4096, 4096, 4096})->Args({8192, 8192, 8192})->UseManualTime()->Unit(benchmark::kMillisecond)->Iterations(1);
 BENCHMARK(BM_matmul<true>)->Args({8192, 768, 3072})->Args({8192, 4096, 4096})
     ->UseManualTime()->Unit(benchmark::kMillisecond)->Iterations(1);
 BENCHMARK(BM_prefill<ops::MatmulBias>)->Args({2016, 768, 2304})->Args({256, 768, 2304})
@@ -279,7 +279,7 @@ BENCHMARK(BM_prefill<ops::MatmulBiasResidual>)->Args({2016, 768, 768})->Args({20
     ->UseManualTime()->Unit(benchmark::kMicrosecond)->Iterations(1);
 BENCHMARK(BM_cublas<false>)->Args({2016, 768, 2304})->Args({2016, 3072, 768})->Args({2016, 768, 3072})
     ->UseManualTime()->Unit(benchmark::kMicrosecond)->Iterations(1);
-BENCHMARK(BM_cublas<false>)->Args({4096, 4096, 4096})->UseManualTime()->Unit(benchmark::kMillisecond)->Iterations(1);
+BENCHMARK(BM_cublas<false>)->Args({4096, 4096, 4096})->Args({8192, 8192, 8192})->UseManualTime()->Unit(benchmark::kMillisecond)->Iterations(1);
 BENCHMARK(BM_cublas<true>)->Args({8192, 768, 3072})->Args({8192, 4096, 4096})
     ->UseManualTime()->Unit(benchmark::kMillisecond)->Iterations(1);
 BENCHMARK(BM_attention_prefill<64>)->Args({8, 12, 1024})->UseManualTime()->Unit(benchmark::kMicrosecond)->Iterations(1);

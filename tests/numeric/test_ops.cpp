@@ -270,6 +270,7 @@ TEST_CASE_TEMPLATE("tensor-core tiles (wgmma on sm_90a) match the reference on r
   SUBCASE("64x128, one warpgroup, B in one 64-column panel pair") {
     check_tiles<ops::Matmul<D, 64, 128, 64>, T, 64, 128>(w4);
   }
+  SUBCASE("128x128, K in two 64-column panels") { check_tiles<ops::Matmul<D, 128, 128, 128>, T, 128, 128>(w8); }
   SUBCASE("64x64, one panel") { check_tiles<ops::Matmul<D, 64, 64, 64>, T, 64, 64>(w4); }
   SUBCASE("bias and gelu fused") {
     check_tiles<ops::MatmulBiasGelu<D, 128, 128, 64>, T, 128, 128, false, true>(w8);
