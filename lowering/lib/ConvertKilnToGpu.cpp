@@ -142,6 +142,8 @@ LogicalResult convertKernel(func::FuncOp f, int threads) {
     state.ringOffsets[alloc] = offset;
     offset += Emitter::ringStride(ring) * ring.getStages();
   });
+  if (state.asyncProxyReads)
+    offset = llvm::alignTo(offset, 1024);
   state.scratchBase = state.smemBytes = offset;
 
   // The kernel's body becomes the gpu.func's, after the thread's coordinates.

@@ -39,12 +39,12 @@ LogicalResult Emitter::emitDot(kiln::DotOp dot) {
   return success();
 }
 
-Emitter::SmemTile Emitter::operandTile(Value v, int64_t &scratchOffset) {
+Emitter::SmemTile Emitter::operandTile(Value v, int64_t &scratchOffset, int64_t align) {
   if (auto ll = v.getDefiningOp<kiln::LocalLoadOp>())
     return ringTile(ll);
   auto layout = cast<kiln::SharedLayoutAttr>(kiln::getLayout(v.getType()));
   if (auto t = v.getDefiningOp<kiln::TransOp>(); t && layout.getTransposed()) {
-    SmemTile tile = operandTile(t.getSrc(), scratchOffset);
+    SmemTile tile = operandTile(t.getSrc(), scratchOffset, align);
     tile.transposed = true;
     return tile;
   }
@@ -52,7 +52,7 @@ Emitter::SmemTile Emitter::operandTile(Value v, int64_t &scratchOffset) {
   auto cvt = v.getDefiningOp<kiln::ConvertLayoutOp>();
   Value src = cvt ? cvt.getSrc() : v;
   auto tile = cast<RankedTensorType>(src.getType());
-  int64_t base = (scratchOffset + 15) / 16 * 16;
+  int64_t base = llvm::alignTo(scratchOffset, align);
   scratchOffset = base + spill(src, base, layout.getSwizzle());
   return SmemTile{i32(scratchBase + base), tile, layout.getSwizzle()};
 }
@@ -222,11 +222,27 @@ LogicalResult Emitter::emitWgmmaDot(kiln::DotOp dot, const Mma &m) {
   auto at = dot.getA().getType();
   int64_t M = m.M, N = m.N, K = at.getDimSize(1);
   Type in = at.getElementType();
+  // Operands in rings are read in place; others are staged in scratch,
+  // panels on 1024-byte boundaries as the descriptors' swizzle wants. A in
+  // #kiln.dot_operand (an earlier product's accumulator) is read from
+  // registers.
+  bool aInRegisters = isa<kiln::DotOperandLayoutAttr>(kiln::getLayout(at));
   int64_t scratch = 0;
-  SmemTile ta = operandTile(dot.getA(), scratch), tb = operandTile(dot.getB(), scratch);
-  if (scratch != 0 || !ta.swizzled || !tb.swizzled || ta.transposed || m.wn != 1 || M != 16 * m.wm)
-    return dot.emitError("convert-kiln-to-gpu: a wgmma product reads A and B in place from rings, "
-                         "64 rows per warpgroup");
+  SmemTile ta = aInRegisters ? SmemTile{} : operandTile(dot.getA(), scratch, 1024);
+  SmemTile tb = operandTile(dot.getB(), scratch, 1024);
+  if ((!aInRegisters && (!ta.swizzled || ta.transposed)) || !tb.swizzled || m.wn != 1 || M != 16 * m.wm)
+    return dot.emitError("convert-kiln-to-gpu: a wgmma product reads swizzled operands, A not "
+                         "transposed, 64 rows per warpgroup");
+  if (scratch > 0) {
+    if (scratchBase % 1024 != 0)
+      return dot.emitError("convert-kiln-to-gpu: the scratch area is not 1024-byte aligned for wgmma");
+    reserveSmem(scratch);
+    // The staged operands were written by ordinary stores; wgmma reads them
+    // through the async proxy.
+    NVVM::FenceProxyOp::create(b, loc, NVVM::ProxyKind::async_shared,
+                               NVVM::SharedSpaceAttr::get(b.getContext(), NVVM::SharedSpace::shared_cta));
+    barrier();
+  }
   MLIRContext *ctx = b.getContext();
   Type i64 = b.getI64Type();
   auto c64 = [&](int64_t v) -> Value { return arith::ConstantOp::create(b, loc, b.getI64IntegerAttr(v)); };
@@ -249,7 +265,9 @@ LogicalResult Emitter::emitWgmmaDot(kiln::DotOp dot, const Mma &m) {
   };
   // Warpgroup g computes rows [64 g, 64 g + 64).
   Value group = arith::DivUIOp::create(b, loc, warp, i32(4));
-  Value aGroup = arith::AddIOp::create(b, loc, ta.base, arith::MulIOp::create(b, loc, group, i32(64 * kRowBytes)));
+  Value aGroup = aInRegisters ? Value()
+                              : Value(arith::AddIOp::create(b, loc, ta.base,
+                                                            arith::MulIOp::create(b, loc, group, i32(64 * kRowBytes))));
   NVVM::WGMMATypes type = in.isF16() ? NVVM::WGMMATypes::f16 : NVVM::WGMMATypes::bf16;
   Type f32 = b.getF32Type();
   auto accType = LLVM::LLVMStructType::getLiteral(ctx, SmallVector<Type>(N / 2, f32));
@@ -257,10 +275,23 @@ LogicalResult Emitter::emitWgmmaDot(kiln::DotOp dot, const Mma &m) {
   Value d = LLVM::UndefOp::create(b, loc, accType);
   for (int64_t j = 0; j < N / 2; ++j)
     d = LLVM::InsertValueOp::create(b, loc, d, pick(acc, j), ArrayRef<int64_t>{j});
+  // A from registers: the fragment at each k0 is accumulator tiles k0 / 8
+  // and k0 / 8 + 1 of this warp's 16 rows, as for mma.sync (see
+  // emitMmaDot), all packed before the fence.
+  SmallVector<SmallVector<Value>> aFrags;
+  if (aInRegisters) {
+    SmallVector<Value> aRegs = raw(dot.getA());
+    for (int64_t k0 = 0; k0 < K; k0 += 16) {
+      SmallVector<Value> &frag = aFrags.emplace_back();
+      for (int64_t t : {k0 / 8, k0 / 8 + 1})
+        for (int64_t r : {0, 2})
+          frag.push_back(LLVM::BitcastOp::create(b, loc, b.getI32Type(),
+                                                 pack({pick(aRegs, t * 4 + r), pick(aRegs, t * 4 + r + 1)})));
+    }
+  }
   // The accumulator registers are the wgmma's from here until the wait.
   NVVM::WgmmaFenceAlignedOp::create(b, loc);
   for (int64_t k0 = 0; k0 < K; k0 += 16) {
-    Value descA = descriptor(arith::AddIOp::create(b, loc, aGroup, i32(kMajor(M, 0, k0))), 16, kGroupBytes);
     Value descB;
     int64_t kRows = tb.type.getDimSize(0);
     if (tb.transposed) // the source (N x K) is K-major: B in wgmma's own orientation
@@ -268,6 +299,11 @@ LogicalResult Emitter::emitWgmmaDot(kiln::DotOp dot, const Mma &m) {
     else // (K x N), N contiguous: MN-major, panels of 64 columns K * 128 bytes apart
       descB = descriptor(arith::AddIOp::create(b, loc, tb.base, i32(k0 * kRowBytes)), kRows * kRowBytes,
                          kGroupBytes);
+    if (aInRegisters) {
+      d = wgmmaRegisterA(d, aFrags[k0 / 16], descB, N, in, /*transposeB=*/!tb.transposed);
+      continue;
+    }
+    Value descA = descriptor(arith::AddIOp::create(b, loc, aGroup, i32(kMajor(M, 0, k0))), 16, kGroupBytes);
     d = NVVM::WgmmaMmaAsyncOp::create(
         b, loc, accType, d, descA, descB, NVVM::MMAShapeAttr::get(ctx, 64, int(N), 16), type, type,
         NVVM::WGMMATypes::f32, NVVM::WGMMAScaleOut::one, NVVM::WGMMAScaleIn::one, NVVM::WGMMAScaleIn::one,
@@ -281,8 +317,40 @@ LogicalResult Emitter::emitWgmmaDot(kiln::DotOp dot, const Mma &m) {
   SmallVector<Value> out;
   for (int64_t j = 0; j < N / 2; ++j)
     out.push_back(LLVM::ExtractValueOp::create(b, loc, d, ArrayRef<int64_t>{j}));
+  if (scratch > 0)
+    barrier(); // every warpgroup's products are done with the scratch area
   values[dot] = out;
   return success();
+}
+
+Value Emitter::wgmmaRegisterA(Value acc, ArrayRef<Value> aFrag, Value descB, int64_t N, Type in,
+                              bool transposeB) {
+  // nvvm.wgmma.mma_async takes A from shared memory only: the register form
+  // is written out, its accumulator registers tied in and out.
+  auto accType = cast<LLVM::LLVMStructType>(acc.getType());
+  int64_t n = N / 2;
+  std::string text = "{\n.reg .pred p;\nsetp.ne.b32 p, 1, 0;\nwgmma.mma_async.sync.aligned.m64n" +
+                     std::to_string(N) + "k16.f32." + (in.isF16() ? "f16.f16" : "bf16.bf16") + " {";
+  for (int64_t j = 0; j < n; ++j)
+    text += (j ? ", $" : "$") + std::to_string(j);
+  text += "}, {";
+  for (int64_t j = 0; j < 4; ++j)
+    text += (j ? ", $" : "$") + std::to_string(n + j);
+  text += "}, $" + std::to_string(n + 4) + ", p, 1, 1, " + (transposeB ? "1" : "0") + ";\n}";
+  std::string constraints;
+  for (int64_t j = 0; j < n; ++j)
+    constraints += (j ? ",=f" : "=f");
+  constraints += ",r,r,r,r,l";
+  for (int64_t j = 0; j < n; ++j)
+    constraints += "," + std::to_string(j);
+  SmallVector<Value> operands(aFrag.begin(), aFrag.end());
+  operands.push_back(descB);
+  for (int64_t j = 0; j < n; ++j)
+    operands.push_back(LLVM::ExtractValueOp::create(b, loc, acc, ArrayRef<int64_t>{j}));
+  return LLVM::InlineAsmOp::create(b, loc, accType, operands, text, constraints, /*has_side_effects=*/true,
+                                   /*is_align_stack=*/false, LLVM::tailcallkind::TailCallKind::None,
+                                   LLVM::AsmDialectAttr(), ArrayAttr())
+      .getResult(0);
 }
 
 LogicalResult Emitter::emitDotWait(kiln::DotWaitOp op) {

@@ -656,7 +656,7 @@ public:
   /// result, its source's tile for a kiln.trans (transposed), otherwise the
   /// source of its conversion staged in scratch at `scratchOffset` (advanced
   /// past it).
-  SmemTile operandTile(Value v, int64_t &scratchOffset);
+  SmemTile operandTile(Value v, int64_t &scratchOffset, int64_t align = 16);
   /// kiln.convert_layout: moves the elements between threads (see toMma,
   /// toRows, toDefault) or, for compatible layouts, nothing.
   LogicalResult emitConvertLayout(kiln::ConvertLayoutOp op);
@@ -676,6 +676,9 @@ public:
   /// their rings through matrix descriptors, then waits for them (the
   /// accumulator is #kiln.mma<version = 3>, laid out as version 2).
   LogicalResult emitWgmmaDot(kiln::DotOp dot, const Mma &m);
+  /// One wgmma m64nNk16 with A from registers (four b32 fragments) and B
+  /// from shared memory: the next value of accumulator struct `acc`.
+  Value wgmmaRegisterA(Value acc, ArrayRef<Value> aFrag, Value descB, int64_t N, Type in, bool transposeB);
   /// kiln.dot_wait: wgmma.wait_group, then a barrier for `sync`.
   LogicalResult emitDotWait(kiln::DotWaitOp op);
 };

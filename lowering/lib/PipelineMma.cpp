@@ -42,6 +42,14 @@ kiln::DotOp carriedWgmma(scf::ForOp loop) {
   }
   if (!found || !onWgmma(found) || found.getAsync())
     return {};
+  // Operands staged in scratch would be overwritten while in flight.
+  auto inRing = [](Value v) {
+    if (auto t = v.getDefiningOp<kiln::TransOp>())
+      v = t.getSrc();
+    return static_cast<bool>(v.getDefiningOp<kiln::LocalLoadOp>());
+  };
+  if (!inRing(found.getA()) || !inRing(found.getB()))
+    return {};
   auto arg = dyn_cast<BlockArgument>(found.getAcc());
   if (!arg || arg.getOwner() != loop.getBody() || !arg.hasOneUse() || !found->hasOneUse())
     return {};

@@ -113,7 +113,8 @@ TEST_CASE("GPT-2 kernels") {
   check_kernel<ops::MatmulBias<f16, 64, 64, 32>>("mma.sync.aligned.m16n8k16");
   check_kernel<ops::MatmulBiasResidual<f16, 16, 64, 64>>("mma.sync.aligned.m16n8k16");
   check_kernel<ops::MatmulBiasResidual<f16, 32, 32, 32>>("mma.sync.aligned.m16n8k16");
-  check_kernel<ops::AttentionPrefill<f16, 64, 64, 64>>("mma.sync.aligned.m16n8k16");
+  // Prefill attention: wgmma on sm_90a (see the attention test below).
+  check_kernel<ops::AttentionPrefill<f16, 64, 64, 64>>();
   // The merge: one atomic per program between GPU-scope fences.
   auto attn = check_kernel<ops::AttentionDecode<f16, 64, 64, 64, 32>>("atom.global.add.u32");
   CHECK(attn.find("fence.acq_rel.gpu") != std::string::npos);
@@ -124,7 +125,11 @@ TEST_CASE("GPT-2 kernels") {
   check_kernel<ops::GatherRows<f16, 256>>();
   // bf16 models use the same kernels.
   check_kernel<ops::MatmulSplitK<bf16, 16, 64, 64>>("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32");
-  check_kernel<ops::AttentionPrefill<bf16, 64, 64, 64>>("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32");
+  CHECK(check_kernel<ops::AttentionPrefill<bf16, 64, 64, 64>>().find(
+            "wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16") != std::string::npos);
+  CHECK(compile<ops::AttentionPrefill<bf16, 64, 64, 64>>(Target::cuda("sm_80"))
+            .ir(Stage::Ptx)
+            .find("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32") != std::string::npos);
   check_kernel<ops::SampleRows<bf16, 1024>>();
   // Row argmax: (value, index) pairs through warp shuffles.
   check_kernel<ops::ArgmaxRows<f16, 1024>>("shfl.sync.bfly");
@@ -178,7 +183,16 @@ TEST_CASE("prefill attention keeps its softmax statistics in registers") {
                                << " exponentials");
   CHECK(count("bar.sync") <= 8);
   CHECK(count("ex2.approx") <= 40); // 32 probabilities and 2 rescales per thread
-  CHECK(ptx.find("ldmatrix.sync.aligned.m8n8.x4.trans") != std::string::npos); // V, not K
+  // sm_90a: both products on wgmma, S = Q K^T with Q staged in shared memory
+  // and K read in place, O += P V with P from registers (the scores'
+  // accumulator) and V read in place.
+  CHECK(ptx.find("wgmma.mma_async.sync.aligned.m64n64k16.f32.f16.f16") != std::string::npos);
+  CHECK(ptx.find("}, {%r") != std::string::npos); // an A fragment in registers
+  CHECK(ptx.find("mma.sync") == std::string::npos);
+  // sm_80: mma.sync, V through ldmatrix.trans (not K, read as is).
+  auto ampere = compile<ops::AttentionPrefill<f16, 64, 64, 64>>(Target::cuda("sm_80"));
+  CHECK(ampere.ir(Stage::Ptx).find("ldmatrix.sync.aligned.m8n8.x4.trans") != std::string::npos);
+  CHECK(ampere.ir(Stage::Ptx).find("mma.sync.aligned.m16n8k16") != std::string::npos);
 }
 
 TEST_CASE("unknown architectures are rejected") {

@@ -85,11 +85,11 @@ kiln::MmaLayoutAttr chooseMma(kiln::DotOp dot, int64_t warps) {
   return best;
 }
 
-/// Whether wgmma reads `v`, an operand of a product of inner dimension K,
-/// in place: a ring buffer kept in shared memory (kiln.local_load) or, for
-/// B, a transposed view of one, whose rows the 128-byte swizzle covers in
-/// whole 64-column panels along the contiguous dimension (K for A and a
-/// transposed B, N for B as is).
+/// Whether wgmma reads `v`, an operand of a product, in place: a ring
+/// buffer kept in shared memory (kiln.local_load) or, for B, a transposed
+/// view of one, whose rows the 128-byte swizzle covers in whole 64-column
+/// panels along the contiguous dimension (K for A and a transposed B, N for
+/// B as is).
 bool wgmmaReadsInPlace(Value v, bool isB) {
   auto layout = dyn_cast_or_null<kiln::SharedLayoutAttr>(kiln::getLayout(v.getType()));
   if (!layout || !layout.getSwizzle())
@@ -108,6 +108,17 @@ bool wgmmaReadsInPlace(Value v, bool isB) {
   auto tile = ll.getType();
   return tile.getRank() == 2 && tile.getElementType().getIntOrFloatBitWidth() == 16 &&
          tile.getDimSize(1) % 64 == 0;
+}
+
+/// Whether wgmma can read A operand `v` converted to shared memory (staged
+/// there by the product, in 64-column swizzled panels along K), or from
+/// registers if kiln-remove-layout-conversions takes it from an accumulator.
+bool wgmmaStagesA(Value v) {
+  auto cvt = v.getDefiningOp<kiln::ConvertLayoutOp>();
+  auto layout = dyn_cast_or_null<kiln::SharedLayoutAttr>(kiln::getLayout(v.getType()));
+  auto tile = cast<RankedTensorType>(v.getType());
+  return cvt && layout && layout.getSwizzle() && !layout.getTransposed() &&
+         tile.getElementType().getIntOrFloatBitWidth() == 16 && tile.getDimSize(1) % 64 == 0;
 }
 
 struct KilnAccelerateMatmulPass : kiln::impl::KilnAccelerateMatmulBase<KilnAccelerateMatmulPass> {
@@ -171,15 +182,6 @@ struct KilnAccelerateMatmulPass : kiln::impl::KilnAccelerateMatmulBase<KilnAccel
       t.getSrcMutable().assign(staged);
       t.getResult().setType(cast<RankedTensorType>(kiln::withLayout(t.getType(), shared(src, true))));
     });
-    // Hopper: products read wholly in place, 64 rows per warpgroup, on wgmma.
-    if (arch == "sm_90a" && warps % 4 == 0)
-      for (auto &[op, mma] : chosen) {
-        auto dot = cast<kiln::DotOp>(op);
-        int64_t M = dot.getA().getType().getDimSize(0), N = dot.getB().getType().getDimSize(1);
-        if (M == 16 * warps && N % 8 == 0 && N <= 256 && wgmmaReadsInPlace(dot.getA(), false) &&
-            wgmmaReadsInPlace(dot.getB(), true))
-          mma = kiln::MmaLayoutAttr::get(&getContext(), 3, warps, 1);
-      }
     for (auto [op, mma] : chosen) {
       auto dot = cast<kiln::DotOp>(op);
       b.setInsertionPoint(dot);
@@ -188,6 +190,13 @@ struct KilnAccelerateMatmulPass : kiln::impl::KilnAccelerateMatmulBase<KilnAccel
         if (!isa<kiln::SharedLayoutAttr>(kiln::getLayout(v.getType())))
           dot->setOperand(i, inLayout(b, v, shared(cast<RankedTensorType>(v.getType()), false)));
       }
+      // Hopper: B read in place, A in place or staged, 64 rows per
+      // warpgroup: on wgmma.
+      int64_t M = dot.getA().getType().getDimSize(0), N = dot.getB().getType().getDimSize(1);
+      if (arch == "sm_90a" && warps % 4 == 0 && M == 16 * warps && N % 8 == 0 && N <= 256 &&
+          (wgmmaReadsInPlace(dot.getA(), false) || wgmmaStagesA(dot.getA())) &&
+          wgmmaReadsInPlace(dot.getB(), true))
+        mma = kiln::MmaLayoutAttr::get(&getContext(), 3, warps, 1);
       dot.getAccMutable().assign(inLayout(b, dot.getAcc(), mma));
       retypeKeepingUsers(b, dot.getResult(), kiln::withLayout(dot.getType(), mma));
     }

@@ -27,15 +27,17 @@ module attributes {kiln.num_warps = 8 : i32} {
 // -----
 
 // B read transposed (A @ B^T with B's rows 128 bytes of K) is wgmma's own
-// orientation; A from registers (not a ring) keeps mma.sync, as does K = 32
-// (rows of 64 bytes, not whole 128-byte swizzle panels).
+// orientation. An A that is not in a ring is converted to shared memory
+// (staged there by the product) and read by wgmma too; K = 32 (rows of 64
+// bytes, not whole 128-byte swizzle panels) keeps mma.sync.
 // CHECK-DAG: #[[V3:mma[0-9]*]] = #kiln.mma<version = 3, warpsM = 8, warpsN = 1>
 // CHECK-DAG: #[[V2:mma[0-9]*]] = #kiln.mma<version = 2, warpsM = 2, warpsN = 4>
 // CHECK-DAG: #[[ST:shared[0-9]*]] = #kiln.shared<swizzle = true, transposed = true, warps = 8>
 // CHECK-LABEL: func.func @test_wgmma_transposed
 // CHECK: kiln.dot %{{.*}}, %{{.*}}, %{{.*}} : tensor<128x64xf16, #{{.*}}>, tensor<64x128xf16, #[[ST]]> -> tensor<128x128xf32, #[[V3]]>
 // CHECK-LABEL: func.func @test_not_in_place
-// CHECK: kiln.dot {{.*}} -> tensor<128x128xf32, #[[V2]]>
+// CHECK: %[[QS:.*]] = kiln.convert_layout %{{.*}} : tensor<128x64xf16, #{{.*}}> -> tensor<128x64xf16, #{{.*}}>
+// CHECK: kiln.dot %[[QS]], {{.*}} -> tensor<128x128xf32, #[[V3]]>
 // CHECK: kiln.dot {{.*}} -> tensor<128x128xf32, #[[V2]]>
 #b = #kiln.blocked<vec = 8, warps = 8>
 module attributes {kiln.num_warps = 8 : i32} {
