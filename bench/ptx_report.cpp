@@ -103,10 +103,12 @@ template <class D> void library(Report &r) {
   r.add<ops::Matmul<D, 64, 64, 32>>(4, 3);
   r.add<ops::Matmul<D, 128, 128, 32>>(8, 3);
   r.add<ops::Matmul<D, 128, 128, 64>>(8, 3);
+  r.add<ops::Matmul<D, 128, 256, 64>>(8, 3);
+  r.add<ops::MatmulBiasGelu<D, 128, 256, 64>>(8, 3);
   r.add<ops::Matmul<D, 16, 64, 64>>();
-  r.add<ops::MatmulBias<D, 128, 128, 64>>(8);
-  r.add<ops::MatmulBiasGelu<D, 128, 128, 64>>(8);
-  r.add<ops::MatmulBiasResidual<D, 128, 128, 64>>(8);
+  r.add<ops::MatmulBias<D, 128, 128, 64>>(8, 3);
+  r.add<ops::MatmulBiasGelu<D, 128, 128, 64>>(8, 3);
+  r.add<ops::MatmulBiasResidual<D, 128, 128, 64>>(8, 3);
   r.add<ops::MatmulBias<D, 32, 64, 64>>(4, 3);
   r.add<ops::MatmulBiasGelu<D, 32, 64, 64>>(4, 3);
   r.add<ops::MatmulBiasResidual<D, 32, 64, 64>>(4, 3);

@@ -383,10 +383,13 @@ template <class D> struct ModelImpl final : Model::Impl {
     if (gpu) {
       // Prefill products, as the autotuner ranked them on an H200 for 2016
       // and 256 packed rows (kiln_bench's BM_prefill, bench/README.md):
-      // 128x128 tiles with 8 warps when there are many rows, 32x64 ones
-      // with 3 stages when 64x64 tiles would be few.
+      // 128x128 tiles with 8 warps and, for 16-bit types, 3 stages when
+      // there are many rows (wgmma on sm_90a, 16-50% faster than with 2
+      // stages; three f32 stages and the epilogue exceed shared memory),
+      // 32x64 ones with 3 stages when 64x64 tiles would be few.
       CompileOptions big, small;
       big.num_warps = 8;
+      big.num_stages = std::is_same_v<D, f32> ? 2 : 3;
       small.num_stages = 3;
       add<ops::MatmulBias<D, 128, 128, 64>>("qkv", big);
       add<ops::MatmulBiasResidual<D, 128, 128, 64>>("proj_residual", big);
