@@ -41,12 +41,13 @@ public:
     workspace_ = kiln::cuda::malloc_device(kWorkspace);
   }
 
-  /// C(M, N) = A(M, K) @ B(K, N), row-major fp16, fp32 accumulation (cublasGemmEx).
-  void matmul(const void *a, const void *b, void *c, int M, int N, int K) {
+  /// C(M, N) = A(M, K) @ B(K, N), row-major fp16 (or `type`), fp32
+  /// accumulation (cublasGemmEx).
+  void matmul(const void *a, const void *b, void *c, int M, int N, int K, cudaDataType type = CUDA_R_16F) {
     float alpha = 1, beta = 0;
     // Row-major C = A B is column-major C^T = B^T A^T.
-    check(gemm_(handle_, CUBLAS_OP_N, CUBLAS_OP_N, N, M, K, &alpha, b, CUDA_R_16F, N, a, CUDA_R_16F, K,
-                &beta, c, CUDA_R_16F, N, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT),
+    check(gemm_(handle_, CUBLAS_OP_N, CUBLAS_OP_N, N, M, K, &alpha, b, type, N, a, type, K, &beta, c, type, N,
+                CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT),
           "cublasGemmEx");
   }
 

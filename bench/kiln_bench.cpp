@@ -84,14 +84,13 @@ template <int BLOCK, bool ONE> void BM_layernorm(benchmark::State &state) {
 
 /// Operands of an (M, K) x (K, N) product with a bias, from the benchmark's
 /// arguments {M, K, N}.
-struct Product {
+template <class T = kiln::half> struct Product {
   int M, K, N;
-  cuda::DeviceBuffer<kiln::half> a, b, bias, c;
+  cuda::DeviceBuffer<T> a, b, bias, c;
   explicit Product(const benchmark::State &state)
       : M(int(state.range(0))), K(int(state.range(1))), N(int(state.range(2))),
-        a(random_device<kiln::half>(std::size_t(M) * K)),
-        b(random_device<kiln::half>(std::size_t(K) * N)), bias(random_device<kiln::half>(N)),
-        c(std::size_t(M) * N) {}
+        a(random_device<T>(std::size_t(M) * K)), b(random_device<T>(std::size_t(K) * N)),
+        bias(random_device<T>(N)), c(std::size_t(M) * N) {}
   std::string shape() const {
     return std::to_string(M) + "x" + std::to_string(K) + "x" + std::to_string(N);
   }
@@ -109,7 +108,7 @@ void reportTuned(benchmark::State &state, const Tuned &tuned, double flops) {
 
 /// Tuned matmul (+bias+gelu): the autotuner picks tile sizes and warps for this shape.
 template <bool BIAS> void BM_matmul(benchmark::State &state) {
-  Product p(state);
+  Product<> p(state);
   auto &[M, K, N, a, b, bias, c] = p;
   auto launch = [&](const auto &k) {
     using Kern = typename std::decay_t<decltype(k)>::kernel_type;
@@ -139,12 +138,27 @@ template <bool BIAS> void BM_matmul(benchmark::State &state) {
   reportTuned(state, tune(), 2.0 * M * N * K);
 }
 
+/// Tuned bf16 matmul over the tiles that run on wgmma on Hopper.
+void BM_matmul_bf16(benchmark::State &state) {
+  Product<kiln::bfloat16> p(state);
+  auto &[M, K, N, a, b, bias, c] = p;
+  auto launch = [&](const auto &k) {
+    using Kern = typename std::decay_t<decltype(k)>::kernel_type;
+    k.launch(Grid(ceil_div(M, Kern::BM), ceil_div(N, Kern::BN)), a.data(), b.data(), c.data(), M, N, K, K,
+             N, N);
+  };
+  auto tuned = autotune<ops::Matmul<bf16, 128, 128, 64>, ops::Matmul<bf16, 128, 256, 64>,
+                        ops::Matmul<bf16, 64, 256, 64>, ops::Matmul<bf16, 128, 128, 32>>(
+      gpu(), "bf16 " + p.shape(), TuneSpace({4, 8}, {2, 3, 4}), launch);
+  reportTuned(state, tuned, 2.0 * M * N * K);
+}
+
 /// The prefill products of the GPT-2 decoder (QKV with bias, fc with
 /// bias+gelu, projections with bias and the residual added in place), tuned
 /// over tile shapes, warps and stages at the shapes a batch of prompts
 /// packs into. Every candidate's time goes to stderr.
 template <template <class, int, int, int> class Op> void BM_prefill(benchmark::State &state) {
-  Product p(state);
+  Product<> p(state);
   auto &[M, K, N, a, b, bias, c] = p;
   auto launch = [&](const auto &k) {
     using Kern = typename std::decay_t<decltype(k)>::kernel_type;
@@ -192,8 +206,8 @@ template <int D> void BM_attention_prefill(benchmark::State &state) {
 
 /// cuBLAS on the same shapes, in the same process: cublasGemmEx for the
 /// plain product, cuBLASLt with its GELU_BIAS epilogue for the fused one.
-template <bool BIAS> void BM_cublas(benchmark::State &state) {
-  Product p(state);
+template <bool BIAS, class T = kiln::half> void BM_cublas(benchmark::State &state) {
+  Product<T> p(state);
   auto &[M, K, N, a, b, bias, c] = p;
   static bench::Cublas *blas = [] {
     try {
@@ -212,7 +226,8 @@ template <bool BIAS> void BM_cublas(benchmark::State &state) {
           if constexpr (BIAS)
             blas->matmul_bias_gelu(a.data(), b.data(), bias.data(), c.data(), M, N, K);
           else
-            blas->matmul(a.data(), b.data(), c.data(), M, N, K);
+            blas->matmul(a.data(), b.data(), c.data(), M, N, K,
+                         std::is_same_v<T, kiln::bfloat16> ? CUDA_R_16BF : CUDA_R_16F);
         },
         10, 2);
     report(state, ms, 0, 2.0 * M * N * K);
@@ -279,6 +294,8 @@ BENCHMARK(BM_prefill<ops::MatmulBiasResidual>)->Args({2016, 768, 768})->Args({20
     ->UseManualTime()->Unit(benchmark::kMicrosecond)->Iterations(1);
 BENCHMARK(BM_cublas<false>)->Args({2016, 768, 2304})->Args({2016, 3072, 768})->Args({2016, 768, 3072})
     ->UseManualTime()->Unit(benchmark::kMicrosecond)->Iterations(1);
+BENCHMARK(BM_matmul_bf16)->Args({4096, 4096, 4096})->Args({8192, 8192, 8192})->UseManualTime()->Unit(benchmark::kMillisecond)->Iterations(1);
+BENCHMARK(BM_cublas<false, kiln::bfloat16>)->Args({4096, 4096, 4096})->Args({8192, 8192, 8192})->UseManualTime()->Unit(benchmark::kMillisecond)->Iterations(1);
 BENCHMARK(BM_cublas<false>)->Args({4096, 4096, 4096})->Args({8192, 8192, 8192})->UseManualTime()->Unit(benchmark::kMillisecond)->Iterations(1);
 BENCHMARK(BM_cublas<true>)->Args({8192, 768, 3072})->Args({8192, 4096, 4096})
     ->UseManualTime()->Unit(benchmark::kMillisecond)->Iterations(1);
