@@ -118,6 +118,8 @@ template <class D> void library(Report &r) {
   // Attention.
   r.add<ops::AttentionPrefill<D, 64, 64, 64>>();
   r.add<ops::AttentionPrefill<D, 64, 64, 128>>();
+  r.add<ops::AttentionPrefill<D, 128, 64, 64>>(8);
+  r.add<ops::AttentionPrefill<D, 128, 64, 128>>(8);
   r.add<ops::AttentionDecode<D, 64, 64, 64, 32>>();
 }
 
