@@ -135,6 +135,8 @@ LogicalResult DotOperandLayoutAttr::verify(EmitError emitError, int64_t index, A
 
 LogicalResult DotOperandLayoutAttr::verifyEncoding(ArrayRef<int64_t> shape, Type elem,
                                                    EmitError emitError) const {
+  if (!elem) // the element type did not parse; that was reported
+    return failure();
   auto mma = cast<MmaLayoutAttr>(getParent());
   if (shape.size() != 2 || shape[0] % (16 * mma.getWarpsM()) != 0 || shape[1] % 16 != 0)
     return emitError() << "#kiln.dot_operand: an A operand (M, K) of " << getParent()
@@ -156,6 +158,8 @@ LogicalResult SharedLayoutAttr::verify(EmitError emitError, bool, bool, int64_t 
 
 LogicalResult SharedLayoutAttr::verifyEncoding(ArrayRef<int64_t> shape, Type elem,
                                                EmitError emitError) const {
+  if (!elem) // the element type did not parse; that was reported
+    return failure();
   if ((getSwizzle() || getTransposed()) && shape.size() != 2)
     return emitError() << "#kiln.shared: only 2-D tiles are swizzled or transposed";
   if (getSwizzle()) {

@@ -287,3 +287,19 @@ func.func @async_dot_read(%a: tensor<64x64xf16>, %b: tensor<64x64xf16>, %c: tens
   %e = arith.addf %d, %d : tensor<64x64xf32>
   return %e : tensor<64x64xf32>
 }
+
+// -----
+
+// A layout whose tile has an element type that did not parse reports that
+// error once (the layout's own check has nothing to check).
+// expected-error @+1 {{unknown  type `pt` in dialect `kiln`}}
+func.func @shared_of_unknown_type(%x: tensor<64x64x!kiln.pt, #kiln.shared<swizzle = true, transposed = false, warps = 4>>) {
+  return
+}
+
+// -----
+
+// expected-error @+1 {{unknown  type `pt` in dialect `kiln`}}
+func.func @dot_operand_of_unknown_type(%x: tensor<64x64x!kiln.pt, #kiln.dot_operand<index = 0, parent = #kiln.mma<version = 2, warpsM = 4, warpsN = 1>>>) {
+  return
+}
