@@ -183,11 +183,9 @@ LogicalResult Emitter::emitMmaDot(kiln::DotOp dot, const Mma &m) {
       Value r1 = arith::AddIOp::create(b, loc, rowBase, i32(tm * 16 + 8));
       SmallVector<Value> aFrag;
       if (aInRegisters) {
-        SmallVector<Value> a = raw(dot.getA());
-        int64_t t0 = tm * (K / 8) + k0 / 8; // the source's 8-column tiles along K
-        for (int64_t t : {t0, t0 + 1})
-          for (int64_t r : {0, 2})
-            aFrag.push_back(operand(pack({a[t * 4 + r], a[t * 4 + r + 1]})));
+        // the source's 8-column tiles along K
+        for (Value pair : accumulatorFragmentA(raw(dot.getA()), tm * (K / 8) + k0 / 8))
+          aFrag.push_back(operand(pair));
       } else if (ldmatrixA) {
         aFrag = ldmatrixFragA(tm, k0);
       } else {
@@ -239,8 +237,7 @@ LogicalResult Emitter::emitWgmmaDot(kiln::DotOp dot, const Mma &m) {
     reserveSmem(scratch);
     // The staged operands were written by ordinary stores; wgmma reads them
     // through the async proxy.
-    NVVM::FenceProxyOp::create(b, loc, NVVM::ProxyKind::async_shared,
-                               NVVM::SharedSpaceAttr::get(b.getContext(), NVVM::SharedSpace::shared_cta));
+    fenceForAsyncProxy();
     barrier();
   }
   MLIRContext *ctx = b.getContext();
@@ -277,16 +274,14 @@ LogicalResult Emitter::emitWgmmaDot(kiln::DotOp dot, const Mma &m) {
     d = LLVM::InsertValueOp::create(b, loc, d, pick(acc, j), ArrayRef<int64_t>{j});
   // A from registers: the fragment at each k0 is accumulator tiles k0 / 8
   // and k0 / 8 + 1 of this warp's 16 rows, as for mma.sync (see
-  // emitMmaDot), all packed before the fence.
+  // accumulatorFragmentA), all packed before the fence.
   SmallVector<SmallVector<Value>> aFrags;
   if (aInRegisters) {
     SmallVector<Value> aRegs = raw(dot.getA());
     for (int64_t k0 = 0; k0 < K; k0 += 16) {
       SmallVector<Value> &frag = aFrags.emplace_back();
-      for (int64_t t : {k0 / 8, k0 / 8 + 1})
-        for (int64_t r : {0, 2})
-          frag.push_back(LLVM::BitcastOp::create(b, loc, b.getI32Type(),
-                                                 pack({pick(aRegs, t * 4 + r), pick(aRegs, t * 4 + r + 1)})));
+      for (Value pair : accumulatorFragmentA(aRegs, k0 / 8))
+        frag.push_back(LLVM::BitcastOp::create(b, loc, b.getI32Type(), pair));
     }
   }
   // The accumulator registers are the wgmma's from here until the wait.

@@ -370,6 +370,22 @@ private:
   }
   void reserveSmem(int64_t bytes) { smemBytes = std::max(smemBytes, scratchBase + bytes); }
   void barrier() { gpu::BarrierOp::create(b, loc); }
+  /// Orders this thread's ordinary shared-memory writes before reads by the
+  /// async proxy (wgmma's operands); a barrier then publishes them.
+  void fenceForAsyncProxy() {
+    NVVM::FenceProxyOp::create(b, loc, NVVM::ProxyKind::async_shared,
+                               NVVM::SharedSpaceAttr::get(b.getContext(), NVVM::SharedSpace::shared_cta));
+  }
+  /// The A fragment (rows r, r + 8 of a 16-row block at k, k + 8: four pairs
+  /// of consecutive columns) of a product whose A operand is the elements
+  /// `acc` of an accumulator, from its 8-column tiles `tile` and `tile + 1`.
+  SmallVector<Value> accumulatorFragmentA(ArrayRef<Value> acc, int64_t tile) {
+    SmallVector<Value> pairs;
+    for (int64_t t : {tile, tile + 1})
+      for (int64_t r : {0, 2})
+        pairs.push_back(pack({pick(acc, t * 4 + r), pick(acc, t * 4 + r + 1)}));
+    return pairs;
+  }
   /// Emits `body` under `cond` (an scf.if without else); unconditionally
   /// when `cond` is null.
   void onlyIf(Value cond, function_ref<void()> body) {

@@ -394,8 +394,7 @@ LogicalResult Emitter::emitAsyncGroup(Operation *op) {
   }
   NVVM::CpAsyncWaitGroupOp::create(b, loc, cast<kiln::AsyncWaitOp>(op).getPending());
   if (state.asyncProxyReads) // this thread's writes, before wgmma reads them
-    NVVM::FenceProxyOp::create(b, loc, NVVM::ProxyKind::async_shared,
-                               NVVM::SharedSpaceAttr::get(b.getContext(), NVVM::SharedSpace::shared_cta));
+    fenceForAsyncProxy();
   barrier();
   return success();
 }
