@@ -71,6 +71,17 @@ constexpr Stage kCpuStages[] = {Stage::Kiln, Stage::Lowered, Stage::LLVMDialect,
 const std::string &name(const TracedModule &kernel) { return kernel.name; }
 std::span<const Param> params(const TracedModule &kernel) { return kernel.params; }
 
+TracedModulePtr copy(const TracedModule &kernel) {
+  if (!kernel.module)
+    throw Error("kiln: kernel '" + kernel.name + "' was compiled already");
+  TracedModulePtr out(new TracedModule);
+  out->context = kernel.context;
+  out->module = kernel.module.get().clone();
+  out->name = kernel.name;
+  out->params = kernel.params;
+  return out;
+}
+
 std::string print(const TracedModule &kernel) {
   std::string s;
   llvm::raw_string_ostream os(s);
@@ -138,7 +149,7 @@ Output compile(TracedModule &kernel, const Target &target, const CompileOptions 
 
   if (target.kind == Target::Kind::Cuda) {
     d.run("kiln to gpu", [&](OpPassManager &pm) {
-      buildGpuKilnToGpuPipeline(pm, options.num_warps, options.num_stages, target.arch);
+      buildGpuKilnToGpuPipeline(pm, options.num_warps, options.num_stages, target.arch, options.tma);
     });
     d.record(Stage::Lowered, d.print());
     d.run("gpu to NVVM", buildGpuToNVVMPipeline);

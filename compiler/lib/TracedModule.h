@@ -21,7 +21,8 @@ namespace kiln {
 
 class TracedModule {
 public:
-  std::unique_ptr<mlir::MLIRContext> context;
+  /// Shared by the copies of a kernel (see compiler::copy).
+  std::shared_ptr<mlir::MLIRContext> context;
   mlir::OwningOpRef<mlir::ModuleOp> module;
   std::string name;
   std::vector<Param> params;

@@ -100,13 +100,53 @@ struct GpuTypeConverter : TypeConverter {
   explicit GpuTypeConverter(int threads) {
     addConversion([](Type t) { return t; });
     addConversion([threads](Type t, SmallVectorImpl<Type> &out) -> std::optional<LogicalResult> {
-      if (!isa<RankedTensorType, kiln::PtrType, kiln::SharedType>(t))
+      if (!isa<RankedTensorType, kiln::PtrType, kiln::SharedType, kiln::TensorMapType>(t))
         return std::nullopt;
       kiln::gpu_lowering::lowerType(t, threads, out);
       return success();
     });
   }
 };
+
+/// Records the tensor-map arguments of `f` for the runtime: the gpu.func
+/// lists them (kiln.tensormap_args: the LLVM translation passes them by
+/// value, as __grid_constant__ parameters), and the global kiln_tensormaps
+/// holds, for each, how to encode it from the other arguments: its count,
+/// then per map {argument, base, rows, cols, stride, box rows, box cols,
+/// element type (0 f16, 1 bf16)}.
+LogicalResult recordTensorMaps(func::FuncOp f, gpu::GPUFuncOp gpuFunc, gpu::GPUModuleOp module) {
+  using namespace kiln::gpu_lowering;
+  SmallVector<int32_t> args, table{0};
+  for (BlockArgument arg : f.getArguments()) {
+    if (!isa<kiln::TensorMapType>(arg.getType()))
+      continue;
+    auto recipe = f.getArgAttrOfType<DictionaryAttr>(arg.getArgNumber(), kiln::KilnDialect::getTensorMapAttrName());
+    auto field = [&](StringRef name) { return recipe ? recipe.getAs<IntegerAttr>(name) : IntegerAttr(); };
+    auto box = recipe ? recipe.getAs<DenseI32ArrayAttr>("box") : DenseI32ArrayAttr();
+    if (!field("base") || !field("rows") || !field("cols") || !field("stride") || !box || box.size() != 2)
+      return f.emitError("convert-kiln-to-gpu: tensor-map argument ")
+             << arg.getArgNumber() << " has no complete kiln.tensormap attribute";
+    auto ptr = dyn_cast<kiln::PtrType>(f.getArgument(field("base").getInt()).getType());
+    if (!ptr || !(ptr.getPointeeType().isF16() || ptr.getPointeeType().isBF16()))
+      return f.emitError("convert-kiln-to-gpu: tensor maps describe f16 or bf16 tensors");
+    args.push_back(int32_t(arg.getArgNumber()));
+    table[0] += 1;
+    table.append({int32_t(arg.getArgNumber()), int32_t(field("base").getInt()), int32_t(field("rows").getInt()),
+                  int32_t(field("cols").getInt()), int32_t(field("stride").getInt()), box[0], box[1],
+                  ptr.getPointeeType().isBF16() ? 1 : 0});
+  }
+  if (args.empty())
+    return success();
+  OpBuilder b(module.getContext());
+  gpuFunc->setAttr(kTensorMapArgsName, b.getDenseI32ArrayAttr(args));
+  b.setInsertionPointToStart(module.getBody());
+  auto type = LLVM::LLVMArrayType::get(b.getI32Type(), table.size());
+  LLVM::GlobalOp::create(b, f.getLoc(), type, /*isConstant=*/true, LLVM::Linkage::External, kTensorMapsName,
+                         DenseIntElementsAttr::get(RankedTensorType::get({int64_t(table.size())}, b.getI32Type()),
+                                                   ArrayRef<int32_t>(table)),
+                         /*alignment=*/4, /*addrSpace=*/1);
+  return success();
+}
 
 /// Moves kernel `f` into a gpu.func of its own gpu.module and converts its
 /// body with the patterns of every op family.
@@ -133,16 +173,20 @@ LogicalResult convertKernel(func::FuncOp f, int threads) {
     auto mma = dyn_cast_or_null<kiln::MmaLayoutAttr>(kiln::getLayout(dot.getType()));
     state.asyncProxyReads |= mma && mma.getVersion() == 3;
   });
+  f.walk([&](kiln::AsyncTmaCopyOp) { state.tmaCopies = true; });
+  if (failed(recordTensorMaps(f, gpuFunc, gpuModule)))
+    return failure();
+  bool align1024 = state.asyncProxyReads || state.tmaCopies;
   // Rings first, then the scratch area.
   int64_t offset = 0;
   f.walk([&](kiln::LocalAllocOp alloc) {
     auto ring = cast<kiln::SharedType>(alloc.getType());
-    if (state.asyncProxyReads)
+    if (align1024)
       offset = llvm::alignTo(offset, 1024);
     state.ringOffsets[alloc] = offset;
     offset += Emitter::ringStride(ring) * ring.getStages();
   });
-  if (state.asyncProxyReads)
+  if (align1024)
     offset = llvm::alignTo(offset, 1024);
   state.scratchBase = state.smemBytes = offset;
 

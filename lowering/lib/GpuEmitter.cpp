@@ -34,6 +34,10 @@ void lowerType(Type t, int threads, SmallVectorImpl<Type> &out) {
     out.push_back(IntegerType::get(ctx, 32)); // byte offset in shared memory
     return;
   }
+  if (isa<kiln::TensorMapType>(t)) {
+    out.push_back(LLVM::LLVMPointerType::get(ctx)); // the kernel parameter's address
+    return;
+  }
   Type elem = kiln::getElementTypeOrSelf(t);
   if (isa<kiln::PtrType>(elem))
     elem = IntegerType::get(ctx, 64);

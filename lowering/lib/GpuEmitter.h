@@ -48,6 +48,10 @@ inline constexpr const char *kSmemName = "kiln_smem";
 /// ...and a global holding its size in bytes, which the runtime reads to
 /// launch the kernel with that much dynamic shared memory.
 inline constexpr const char *kSmemBytesName = "kiln_smem_bytes";
+/// The TMA tensor maps the runtime encodes at launch (see recordTensorMaps),
+/// and the gpu.func attribute listing the arguments that receive them.
+inline constexpr const char *kTensorMapsName = "kiln_tensormaps";
+inline constexpr const char *kTensorMapArgsName = "kiln.tensormap_args";
 
 /// Which elements of a value a thread holds.
 struct Layout {
@@ -105,6 +109,8 @@ struct LoweringState {
   /// Tensor cores read the rings through the async proxy (wgmma): copies
   /// into them are fenced before the barrier that publishes them.
   bool asyncProxyReads = false;
+  /// TMA writes the rings, in the 128-byte swizzle that repeats every 1024 bytes.
+  bool tmaCopies = false;
   /// An op's lowering reported an error.
   bool failed = false;
 };
@@ -662,6 +668,18 @@ public:
 
   /// kiln.program_id and kiln.num_programs.
   LogicalResult emitProgramInfo(Operation *op);
+  /// Shared-memory barriers and TMA copies (Hopper), as inline PTX.
+  LogicalResult emitBarrier(kiln::BarrierOp op);
+  LogicalResult emitMBarrierInit(kiln::MBarrierInitOp op);
+  LogicalResult emitMBarrierArrive(kiln::MBarrierArriveOp op);
+  LogicalResult emitMBarrierWait(kiln::MBarrierWaitOp op);
+  /// One thread announces the tile's bytes to the barrier and copies it, one
+  /// bulk tensor copy per 64-column panel (the swizzled layout of swizzled()).
+  LogicalResult emitAsyncTmaCopy(kiln::AsyncTmaCopyOp op);
+  /// The 32-bit shared-memory address of barrier `index` of ring `barriers`.
+  Value barrierAddr(Value barriers, Value index);
+  /// i1: `pred` (when given) and this is thread 0.
+  Value electedThread(Value pred);
   /// kiln.local_alloc: the ring's byte offset, placed before the scratch area.
   LogicalResult emitLocalAlloc(kiln::LocalAllocOp alloc);
   /// kiln.async_commit and kiln.async_wait (which also synchronises the CTA).

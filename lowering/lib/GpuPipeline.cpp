@@ -22,12 +22,13 @@ void add(OpPassManager &pm, const std::string &text) {
 } // namespace
 
 void kiln::buildGpuKilnToGpuPipeline(OpPassManager &pm, int numWarps, int numStages,
-                                     const std::string &arch) {
+                                     const std::string &arch, bool tma) {
   registerKilnPipelines();
   // The per-thread code is large and flat; a bottom-up worklist canonicalizes
   // it ~50x faster than the default top-down one (attention: 0.06 s vs 5.7 s).
   std::string warps = std::to_string(numWarps);
-  add(pm, "kiln-pipeline-loads{num-stages=" + std::to_string(numStages) + "},canonicalize,cse," +
+  std::string useTma = tma && arch == "sm_90a" ? " tma=true" : "";
+  add(pm, "kiln-pipeline-loads{num-stages=" + std::to_string(numStages) + useTma + "},canonicalize,cse," +
               "kiln-coalesce{num-warps=" + warps + "},kiln-accelerate-matmul{arch=" + arch + "}," +
               "kiln-remove-layout-conversions,canonicalize,cse,kiln-pipeline-mma," +
               "convert-kiln-to-gpu{num-warps=" + warps + "},canonicalize{top-down=false},cse");
@@ -55,6 +56,22 @@ bool kiln::translateToPtx(ModuleOp module, StringRef chip, StringRef cudaPath, s
     auto flags = op.getFastmathAttr() ? op.getFastmathAttr().getValue() : LLVM::FastmathFlags::none;
     op->setAttr(op.getFastmathAttrName(),
                 LLVM::FastmathFlagsAttr::get(op->getContext(), flags | LLVM::FastmathFlags::contract));
+  });
+  // Tensor maps are passed by value and read in place (__grid_constant__):
+  // TMA takes the parameter's own address.
+  gpuModule.walk([](LLVM::LLVMFuncOp f) {
+    auto args = f->getAttrOfType<DenseI32ArrayAttr>("kiln.tensormap_args");
+    if (!args)
+      return;
+    MLIRContext *ctx = f.getContext();
+    Builder b(ctx);
+    for (int32_t i : args.asArrayRef()) {
+      f.setArgAttr(i, LLVM::LLVMDialect::getByValAttrName(),
+                   TypeAttr::get(LLVM::LLVMArrayType::get(b.getI8Type(), 128)));
+      f.setArgAttr(i, LLVM::LLVMDialect::getAlignAttrName(), b.getI64IntegerAttr(64));
+      f.setArgAttr(i, NVVM::NVVMDialect::getGridConstantAttrName(), UnitAttr::get(ctx));
+    }
+    f->removeAttr("kiln.tensormap_args");
   });
   auto target = NVVM::NVVMTargetAttr::get(module.getContext(), /*optLevel=*/3,
                                           "nvptx64-nvidia-cuda", chip, /*features=*/"");

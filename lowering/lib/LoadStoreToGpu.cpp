@@ -1,4 +1,4 @@
-//===- LoadStoreToGpu.cpp - addptr, load, store, atomics, async copies, rings ===//
+//===- LoadStoreToGpu.cpp - loads, stores, atomics, rings, cp.async and TMA ===//
 #include "GpuEmitter.h"
 
 namespace kiln::gpu_lowering {
@@ -399,6 +399,85 @@ LogicalResult Emitter::emitAsyncGroup(Operation *op) {
   return success();
 }
 
+namespace {
+/// Inline PTX without results.
+void inlinePtx(OpBuilder &b, Location loc, ValueRange operands, const std::string &text,
+               const std::string &constraints) {
+  LLVM::InlineAsmOp::create(b, loc, Type(), operands, text, constraints, /*has_side_effects=*/true,
+                            /*is_align_stack=*/false, LLVM::tailcallkind::TailCallKind::None,
+                            LLVM::AsmDialectAttr(), ArrayAttr());
+}
+} // namespace
+
+Value Emitter::barrierAddr(Value barriers, Value index) {
+  Value offset = ringBuffer(barriers, index);
+  return LLVM::PtrToIntOp::create(b, loc, b.getI32Type(), smemPtr(offset));
+}
+
+Value Emitter::electedThread(Value pred) {
+  Value first = isZero(tid);
+  return pred ? Value(arith::AndIOp::create(b, loc, first, pred)) : first;
+}
+
+LogicalResult Emitter::emitBarrier(kiln::BarrierOp) {
+  barrier();
+  return success();
+}
+
+LogicalResult Emitter::emitMBarrierInit(kiln::MBarrierInitOp op) {
+  auto ring = cast<kiln::SharedType>(op.getBarriers().getType());
+  onlyIf(isZero(tid), [&] {
+    for (int64_t s = 0; s < ring.getStages(); ++s)
+      inlinePtx(b, loc, {barrierAddr(op.getBarriers(), i32(s)), i32(op.getArrivals())},
+                "mbarrier.init.shared::cta.b64 [$0], $1;", "r,r");
+    // The initialisation, before the async proxy (TMA) signals them.
+    inlinePtx(b, loc, {}, "fence.mbarrier_init.release.cluster;", "");
+  });
+  barrier();
+  return success();
+}
+
+LogicalResult Emitter::emitMBarrierArrive(kiln::MBarrierArriveOp op) {
+  Value pred = electedThread(op.getPred() ? raw(op.getPred())[0] : Value());
+  inlinePtx(b, loc, {barrierAddr(op.getBarriers(), raw(op.getIndex())[0]), pred},
+            "@$1 mbarrier.arrive.shared::cta.b64 _, [$0];", "r,b");
+  return success();
+}
+
+LogicalResult Emitter::emitMBarrierWait(kiln::MBarrierWaitOp op) {
+  inlinePtx(b, loc, {barrierAddr(op.getBarriers(), raw(op.getIndex())[0]), raw(op.getPhase())[0]},
+            "{\n\t.reg .pred done;\n"
+            "kiln_wait_${:uid}:\n\t"
+            "mbarrier.try_wait.parity.shared::cta.b64 done, [$0], $1;\n\t"
+            "@!done bra kiln_wait_${:uid};\n\t}",
+            "r,r");
+  return success();
+}
+
+LogicalResult Emitter::emitAsyncTmaCopy(kiln::AsyncTmaCopyOp op) {
+  RankedTensorType tile = cast<kiln::SharedType>(op.getRing().getType()).getTileType();
+  int64_t rows = tile.getDimSize(0), panels = tile.getDimSize(1) / kPanelCols;
+  int64_t panelBytes = rows * kPanelCols * 2;
+  Value pred = electedThread(op.getPred() ? raw(op.getPred())[0] : Value());
+  Value bar = barrierAddr(op.getBarriers(), raw(op.getBarrier())[0]);
+  Value dst = LLVM::PtrToIntOp::create(b, loc, b.getI32Type(),
+                                       smemPtr(ringBuffer(op.getRing(), raw(op.getStage())[0])));
+  Value map = raw(op.getMap())[0], row = raw(op.getRow())[0], col = raw(op.getCol())[0];
+  inlinePtx(b, loc, {bar, pred},
+            "@$1 mbarrier.expect_tx.relaxed.cta.shared::cta.b64 [$0], " +
+                std::to_string(panelBytes * panels) + ";",
+            "r,b");
+  for (int64_t p = 0; p < panels; ++p) {
+    Value to = arith::AddIOp::create(b, loc, dst, i32(p * panelBytes));
+    Value x = arith::AddIOp::create(b, loc, col, i32(p * kPanelCols));
+    inlinePtx(b, loc, {to, map, x, row, bar, pred},
+              "@$5 cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes "
+              "[$0], [$1, {$2, $3}], [$4];",
+              "r,l,r,r,r,b");
+  }
+  return success();
+}
+
 void populateLoadStoreToGpuPatterns(const TypeConverter &converter, LoweringState &state,
                                     RewritePatternSet &patterns) {
   addPattern<kiln::AddPtrOp, &Emitter::emitAddPtr>(patterns, converter, state);
@@ -410,6 +489,11 @@ void populateLoadStoreToGpuPatterns(const TypeConverter &converter, LoweringStat
   addPattern<kiln::AsyncCommitOp, &Emitter::emitAsyncGroup>(patterns, converter, state);
   addPattern<kiln::AsyncWaitOp, &Emitter::emitAsyncGroup>(patterns, converter, state);
   addPattern<kiln::LocalLoadOp, &Emitter::emitLocalLoad>(patterns, converter, state);
+  addPattern<kiln::BarrierOp, &Emitter::emitBarrier>(patterns, converter, state);
+  addPattern<kiln::MBarrierInitOp, &Emitter::emitMBarrierInit>(patterns, converter, state);
+  addPattern<kiln::MBarrierArriveOp, &Emitter::emitMBarrierArrive>(patterns, converter, state);
+  addPattern<kiln::MBarrierWaitOp, &Emitter::emitMBarrierWait>(patterns, converter, state);
+  addPattern<kiln::AsyncTmaCopyOp, &Emitter::emitAsyncTmaCopy>(patterns, converter, state);
 }
 
 } // namespace kiln::gpu_lowering

@@ -5,6 +5,8 @@
 #include "mlir/IR/PatternMatch.h"
 #include "mlir/Interfaces/LoopLikeInterface.h"
 #include "llvm/ADT/SetVector.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/Matchers.h"
 
 namespace kiln {
 #define GEN_PASS_DEF_KILNPIPELINELOADS
@@ -65,6 +67,169 @@ bool feedsOnlyDots(kiln::LoadOp load) {
     auto dot = dyn_cast<kiln::DotOp>(use.getOwner());
     return dot && use.getOperandNumber() < 2;
   });
+}
+
+/// A scalar `value + offset` (value may be null: the constant alone).
+struct Start {
+  Value value;
+  int64_t offset = 0;
+  bool operator==(const Start &o) const { return value == o.value && offset == o.offset; }
+};
+
+Value stripBroadcast(Value v) {
+  while (auto bc = v.getDefiningOp<kiln::BroadcastOp>())
+    v = bc.getSrc();
+  return v;
+}
+
+/// The scalar every element of `v` equals, when `v` is a splat (possibly broadcast).
+Value splatScalar(Value v) {
+  if (auto sp = stripBroadcast(v).getDefiningOp<kiln::SplatOp>())
+    return sp.getSrc();
+  return {};
+}
+
+/// When element `idx` of tile `v` equals `start + idx[dim]` for every
+/// index (a range along `dim`, constant along the other dimensions), that start.
+std::optional<Start> matchRange(Value v, int64_t dim) {
+  auto tile = dyn_cast<RankedTensorType>(v.getType());
+  if (!tile)
+    return std::nullopt;
+  if (auto bc = v.getDefiningOp<kiln::BroadcastOp>()) {
+    auto src = cast<RankedTensorType>(bc.getSrc().getType());
+    if (src.getDimSize(dim) != tile.getDimSize(dim))
+      return std::nullopt; // the range itself would be stretched
+    return matchRange(bc.getSrc(), dim);
+  }
+  if (auto ed = v.getDefiningOp<kiln::ExpandDimsOp>()) {
+    int64_t axis = int32_t(ed.getAxis());
+    if (axis == dim)
+      return std::nullopt;
+    return matchRange(ed.getSrc(), dim > axis ? dim - 1 : dim);
+  }
+  if (auto mr = v.getDefiningOp<kiln::MakeRangeOp>()) {
+    if (dim != 0)
+      return std::nullopt;
+    return Start{Value(), int64_t(int32_t(mr.getStart()))};
+  }
+  if (auto add = v.getDefiningOp<arith::AddIOp>()) {
+    for (auto [x, y] : {std::pair{add.getLhs(), add.getRhs()}, std::pair{add.getRhs(), add.getLhs()}}) {
+      Value s = splatScalar(y);
+      if (!s)
+        continue;
+      std::optional<Start> inner = matchRange(x, dim);
+      if (!inner)
+        continue;
+      if (IntegerAttr c; matchPattern(s, m_Constant(&c)))
+        return Start{inner->value, inner->offset + c.getInt()};
+      if (inner->value)
+        return std::nullopt; // two scalar parts: not one start value
+      return Start{s, inner->offset};
+    }
+  }
+  return std::nullopt;
+}
+
+/// Whether `v` is an argument of the kernel (the function's entry block).
+bool isKernelArgument(Value v) {
+  auto arg = dyn_cast<BlockArgument>(v);
+  return arg && isa<func::FuncOp>(arg.getOwner()->getParentOp());
+}
+
+/// A load TMA can perform: a (rows x cols) block of a row-major tensor.
+struct TmaBlock {
+  BlockArgument base, rows, cols, stride; ///< kernel arguments
+  Start row, col;                          ///< the block's first row and column
+};
+
+/// `v < bound` along `dim` (a range compared with a splat kernel argument).
+std::optional<std::pair<Start, Value>> matchBound(Value v, int64_t dim) {
+  auto cmp = stripBroadcast(v).getDefiningOp<arith::CmpIOp>();
+  if (!cmp || cmp.getPredicate() != arith::CmpIPredicate::slt ||
+      cast<RankedTensorType>(cmp.getLhs().getType()).getDimSize(dim) !=
+          cast<RankedTensorType>(v.getType()).getDimSize(dim))
+    return std::nullopt;
+  Value bound = splatScalar(cmp.getRhs());
+  std::optional<Start> start = matchRange(cmp.getLhs(), dim);
+  if (!bound || !start || !isKernelArgument(bound))
+    return std::nullopt;
+  return std::pair{*start, bound};
+}
+
+std::optional<TmaBlock> matchTmaBlock(kiln::LoadOp load) {
+  auto tile = cast<RankedTensorType>(load.getType());
+  Type elem = tile.getElementType();
+  if (tile.getRank() != 2 || !(elem.isF16() || elem.isBF16()) || tile.getDimSize(1) % 64 != 0 ||
+      !llvm::isPowerOf2_64(uint64_t(tile.getDimSize(1) / 8)) || tile.getDimSize(0) % 8 != 0 ||
+      tile.getDimSize(0) > 256 || !load.getMask())
+    return std::nullopt;
+  if (Value other = load.getOther()) {
+    Attribute c;
+    if (!matchPattern(other, m_Constant(&c)) ||
+        !(matchPattern(other, m_PosZeroFloat()) || matchPattern(other, m_Zero())))
+      return std::nullopt;
+  }
+  // ptr = splat(base) + sum of offset terms (addptr chains, broadcasts and
+  // additions in any order) = base + rowRange * stride + colRange.
+  Value ptr = load.getPtr(), base;
+  SmallVector<Value> terms;
+  while (!base) {
+    ptr = stripBroadcast(ptr);
+    if (auto ap = ptr.getDefiningOp<kiln::AddPtrOp>()) {
+      terms.push_back(ap.getOffset());
+      ptr = ap.getPtr();
+    } else if (auto sp = ptr.getDefiningOp<kiln::SplatOp>()) {
+      base = sp.getSrc();
+    } else {
+      return std::nullopt;
+    }
+  }
+  if (!isKernelArgument(base))
+    return std::nullopt;
+  SmallVector<Value> flat;
+  while (!terms.empty()) {
+    Value t = stripBroadcast(terms.pop_back_val());
+    if (auto add = t.getDefiningOp<arith::AddIOp>()) {
+      terms.append({add.getLhs(), add.getRhs()});
+      continue;
+    }
+    flat.push_back(t);
+  }
+  if (flat.size() != 2)
+    return std::nullopt;
+  // A range spans the whole tile along its dimension (not one element stretched).
+  auto spans = [&](Value v, int64_t dim) {
+    return cast<RankedTensorType>(v.getType()).getDimSize(dim) == tile.getDimSize(dim);
+  };
+  std::optional<TmaBlock> found;
+  for (auto [x, y] : {std::pair{flat[0], flat[1]}, std::pair{flat[1], flat[0]}}) {
+    auto mul = x.getDefiningOp<arith::MulIOp>();
+    std::optional<Start> col = spans(y, 1) ? matchRange(y, 1) : std::nullopt;
+    if (!mul || !col)
+      continue;
+    for (auto [r, st] : {std::pair{mul.getLhs(), mul.getRhs()}, std::pair{mul.getRhs(), mul.getLhs()}}) {
+      Value stride = splatScalar(st);
+      std::optional<Start> row = spans(r, 0) ? matchRange(r, 0) : std::nullopt;
+      if (stride && row && isKernelArgument(stride))
+        found = TmaBlock{cast<BlockArgument>(base), {}, {}, cast<BlockArgument>(stride), *row, *col};
+    }
+  }
+  if (!found)
+    return std::nullopt;
+  // mask = (rowRange < rows) & (colRange < cols), in either order.
+  auto both = stripBroadcast(load.getMask()).getDefiningOp<arith::AndIOp>();
+  if (!both)
+    return std::nullopt;
+  for (auto [x, y] : {std::pair{both.getLhs(), both.getRhs()}, std::pair{both.getRhs(), both.getLhs()}}) {
+    auto rows = matchBound(x, 0);
+    auto cols = matchBound(y, 1);
+    if (rows && cols && rows->first == found->row && cols->first == found->col) {
+      found->rows = cast<BlockArgument>(rows->second);
+      found->cols = cast<BlockArgument>(cols->second);
+      return found;
+    }
+  }
+  return std::nullopt;
 }
 
 struct PipelineLoadsPass : kiln::impl::KilnPipelineLoadsBase<PipelineLoadsPass> {
@@ -132,11 +297,32 @@ struct PipelineLoadsPass : kiln::impl::KilnPipelineLoadsBase<PipelineLoadsPass> 
     Location loc = loop.getLoc();
     OpBuilder b(loop);
     auto cst = [&](int64_t v) { return arith::ConstantOp::create(b, loc, b.getI32IntegerAttr(v)); };
+    // Which loads TMA copies, and the kernel argument describing each one's tensor.
+    SmallVector<std::optional<TmaBlock>> blocks;
+    SmallVector<Value> maps;
+    bool anyTma = false, anyCpAsync = false;
+    auto func = loop->getParentOfType<func::FuncOp>();
+    for (kiln::LoadOp load : p.loads) {
+      std::optional<TmaBlock> block;
+      if (tma && func && !loop->getParentOfType<scf::ForOp>())
+        block = matchTmaBlock(load);
+      blocks.push_back(block);
+      maps.push_back(block ? addTensorMap(func, *block, cast<RankedTensorType>(load.getType()), load.getLoc())
+                           : Value());
+      anyTma |= block.has_value();
+      anyCpAsync |= !block;
+    }
     SmallVector<Value> rings;
     for (kiln::LoadOp load : p.loads) {
       auto tile = cast<RankedTensorType>(load.getType());
       auto ring = kiln::SharedType::get(b.getContext(), stages, tile.getShape(), tile.getElementType());
       rings.push_back(kiln::LocalAllocOp::create(b, load.getLoc(), ring));
+    }
+    Value barriers;
+    if (anyTma) {
+      auto type = kiln::SharedType::get(b.getContext(), stages, {1}, b.getI64Type());
+      barriers = kiln::LocalAllocOp::create(b, loc, type);
+      kiln::MBarrierInitOp::create(b, loc, barriers, b.getI32IntegerAttr(1));
     }
     Value iv = loop.getInductionVar();
     // Copies of iteration `at` (guarded by at < ub) into buffer `stage`.
@@ -146,7 +332,18 @@ struct PipelineLoadsPass : kiln::impl::KilnPipelineLoadsBase<PipelineLoadsPass> 
       for (Operation *op : p.slice)
         b.clone(*op, map);
       Value inRange = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt, at, loop.getUpperBound());
-      for (auto [load, ring] : llvm::zip(p.loads, rings)) {
+      for (auto [load, ring, block, tensorMap] : llvm::zip(p.loads, rings, blocks, maps)) {
+        if (block) {
+          auto start = [&](const Start &s) -> Value {
+            Value v = s.value ? map.lookupOrDefault(s.value) : Value();
+            if (!v)
+              return cst(s.offset);
+            return s.offset ? Value(arith::AddIOp::create(b, loc, v, cst(s.offset))) : v;
+          };
+          kiln::AsyncTmaCopyOp::create(b, load.getLoc(), tensorMap, start(block->row), start(block->col), ring,
+                                       stage, barriers, stage, inRange);
+          continue;
+        }
         Value ptr = map.lookupOrDefault(load.getPtr());
         Value guard = kiln::SplatOp::create(b, loc, kiln::getMaskType(ptr.getType()), inRange);
         Value mask = load.getMask() ? Value(arith::AndIOp::create(b, loc, map.lookupOrDefault(load.getMask()), guard))
@@ -154,7 +351,10 @@ struct PipelineLoadsPass : kiln::impl::KilnPipelineLoadsBase<PipelineLoadsPass> 
         Value other = load.getOther() ? map.lookupOrDefault(load.getOther()) : Value();
         kiln::AsyncCopyOp::create(b, load.getLoc(), ptr, ring, stage, mask, other);
       }
-      kiln::AsyncCommitOp::create(b, loc);
+      if (anyTma)
+        kiln::MBarrierArriveOp::create(b, loc, barriers, stage, inRange);
+      if (anyCpAsync)
+        kiln::AsyncCommitOp::create(b, loc);
     };
     for (int64_t s = 0; s + 1 < stages; ++s) {
       Value at = arith::AddIOp::create(b, loc, loop.getLowerBound(),
@@ -167,17 +367,49 @@ struct PipelineLoadsPass : kiln::impl::KilnPipelineLoadsBase<PipelineLoadsPass> 
     Value stage = arith::RemSIOp::create(b, loc, i, cst(stages));
     Value ahead = arith::RemSIOp::create(b, loc, arith::AddIOp::create(b, loc, i, cst(stages - 1)),
                                          cst(stages));
-    kiln::AsyncWaitOp::create(b, loc, b.getI32IntegerAttr(int32_t(stages - 2)));
+    // The copies below overwrite the buffer the previous iteration read:
+    // every thread is past it after the barrier (async_wait has one).
+    if (anyCpAsync)
+      kiln::AsyncWaitOp::create(b, loc, b.getI32IntegerAttr(int32_t(stages - 2)));
+    else
+      kiln::BarrierOp::create(b, loc);
     issue(arith::AddIOp::create(b, loc, iv, arith::MulIOp::create(b, loc, loop.getStep(), cst(stages - 1))),
           ahead);
+    if (anyTma) {
+      // The k-th completion of barrier s is iteration s + k * stages's.
+      Value phase = arith::RemSIOp::create(b, loc, arith::DivSIOp::create(b, loc, i, cst(stages)), cst(2));
+      kiln::MBarrierWaitOp::create(b, loc, barriers, stage, phase);
+    }
     for (auto [load, ring] : llvm::zip(p.loads, rings)) {
       b.setInsertionPoint(load);
       Value tile = kiln::LocalLoadOp::create(b, load.getLoc(), load.getType(), ring, stage);
       load.getResult().replaceAllUsesWith(tile);
       load.erase();
     }
-    b.setInsertionPointAfter(loop);
-    kiln::AsyncWaitOp::create(b, loc, b.getI32IntegerAttr(0));
+    if (anyCpAsync) {
+      b.setInsertionPointAfter(loop);
+      kiln::AsyncWaitOp::create(b, loc, b.getI32IntegerAttr(0));
+    }
+  }
+
+  /// Appends to `func` the tensor-map argument of `block`'s tensor, with
+  /// what the runtime needs to encode it (kernel argument numbers, and the
+  /// box: the tile's rows by one 64-column panel).
+  Value addTensorMap(func::FuncOp func, const TmaBlock &block, RankedTensorType tile, Location loc) {
+    MLIRContext *ctx = func.getContext();
+    Builder b(ctx);
+    auto recipe = b.getDictionaryAttr({
+        b.getNamedAttr("base", b.getI32IntegerAttr(int32_t(block.base.getArgNumber()))),
+        b.getNamedAttr("rows", b.getI32IntegerAttr(int32_t(block.rows.getArgNumber()))),
+        b.getNamedAttr("cols", b.getI32IntegerAttr(int32_t(block.cols.getArgNumber()))),
+        b.getNamedAttr("stride", b.getI32IntegerAttr(int32_t(block.stride.getArgNumber()))),
+        b.getNamedAttr("box", b.getDenseI32ArrayAttr({int32_t(tile.getDimSize(0)), 64})),
+    });
+    unsigned index = func.getNumArguments();
+    auto attrs = b.getDictionaryAttr({b.getNamedAttr(kiln::KilnDialect::getTensorMapAttrName(), recipe)});
+    if (failed(func.insertArgument(index, kiln::TensorMapType::get(ctx), attrs, loc)))
+      return {};
+    return func.getArgument(index);
   }
 
   /// Other loads are prefetched into registers one iteration ahead.

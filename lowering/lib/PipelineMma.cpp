@@ -5,9 +5,9 @@
 // the tensor cores idle while it waits for its copies, synchronises and
 // issues the next ones. Here the product becomes asynchronous: it waits
 // only for the previous iteration's product (kiln.dot_wait, pendings 1),
-// the copies of the iteration are issued after that wait and a barrier (the
-// buffer they overwrite is the one the previous products read), and the
-// loop's result is waited for once, after the loop.
+// the copies of the iteration (cp.async or TMA) are issued after that wait
+// and a barrier (the buffer they overwrite is the one the previous products
+// read), and the loop's result is waited for once, after the loop.
 //
 //===----------------------------------------------------------------------===//
 #include "kiln/Lowering/Passes.h"
@@ -75,12 +75,21 @@ struct KilnPipelineMmaPass : kiln::impl::KilnPipelineMmaBase<KilnPipelineMmaPass
       dot.getResult().replaceAllUsesExcept(wait.getResult(), wait);
       // The copies of this iteration write the buffer the previous
       // iteration's products read: after they are done, in every warpgroup.
+      // The wait synchronises the program, so the barrier that guarded the
+      // buffer for TMA copies goes.
       Operation *after = wait;
-      for (Operation &op : llvm::make_early_inc_range(*loop.getBody()))
-        if (isa<kiln::AsyncCopyOp, kiln::AsyncCommitOp>(op) && op.isBeforeInBlock(dot)) {
+      for (Operation &op : llvm::make_early_inc_range(*loop.getBody())) {
+        if (!op.isBeforeInBlock(dot))
+          continue;
+        if (isa<kiln::BarrierOp>(op)) {
+          op.erase();
+          continue;
+        }
+        if (isa<kiln::AsyncCopyOp, kiln::AsyncCommitOp, kiln::AsyncTmaCopyOp, kiln::MBarrierArriveOp>(op)) {
           op.moveAfter(after);
           after = &op;
         }
+      }
       // The loop's result is complete once the last product is.
       unsigned position = wait.getResult().getUses().begin()->getOperandNumber();
       Value result = loop.getResult(position);

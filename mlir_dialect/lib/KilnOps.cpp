@@ -300,6 +300,36 @@ LogicalResult LocalLoadOp::verify() {
 }
 
 //===----------------------------------------------------------------------===//
+// Barriers and TMA copies
+//===----------------------------------------------------------------------===//
+
+namespace {
+/// A ring of shared-memory barriers: `!kiln.shared<N x 1 x i64>`.
+LogicalResult verifyBarriers(Operation *op, Type t) {
+  auto ring = cast<SharedType>(t);
+  if (ring.getShape().size() != 1 || ring.getShape()[0] != 1 || !ring.getElementType().isInteger(64))
+    return op->emitOpError("expects a ring of barriers (!kiln.shared<N x 1 x i64>), got ") << t;
+  return success();
+}
+} // namespace
+
+LogicalResult MBarrierInitOp::verify() { return verifyBarriers(*this, getBarriers().getType()); }
+LogicalResult MBarrierArriveOp::verify() { return verifyBarriers(*this, getBarriers().getType()); }
+LogicalResult MBarrierWaitOp::verify() { return verifyBarriers(*this, getBarriers().getType()); }
+
+LogicalResult AsyncTmaCopyOp::verify() {
+  if (failed(verifyBarriers(*this, getBarriers().getType())))
+    return failure();
+  RankedTensorType tile = cast<SharedType>(getRing().getType()).getTileType();
+  if (tile.getRank() != 2 || tile.getElementType().getIntOrFloatBitWidth() != 16 ||
+      tile.getDimSize(1) % 64 != 0 || tile.getDimSize(0) > 256 || tile.getDimSize(0) % 8 != 0)
+    return emitOpError("copies 2-D tiles of 16-bit elements whose rows are a multiple of 64 "
+                       "elements, with at most 256 rows (a multiple of 8), got ")
+           << tile;
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
 // ConvertLayoutOp
 //===----------------------------------------------------------------------===//
 

@@ -10,6 +10,7 @@
 #include <chrono>
 #include <cstdlib>
 #include <map>
+#include <mutex>
 
 namespace kiln {
 
@@ -34,6 +35,51 @@ struct CompiledKernel::Impl {
   bool fromCache = false;
   std::unique_ptr<CpuExecutable> cpu;
   std::unique_ptr<GpuExecutable> gpu;
+  /// A kernel that copies with TMA keeps a copy of its source, compiled
+  /// without TMA the first time a launch's tensors do not allow TMA.
+  TracedModulePtr source;
+  std::once_flag fallbackOnce;
+  std::unique_ptr<GpuExecutable> fallback;
+
+  /// The code of `traced` for `options`: from the cache, or compiled (and
+  /// stored). Consumes the traced module when it compiles.
+  struct Code {
+    std::map<Stage, std::string> ir;
+    std::string object;
+    bool fromCache = false;
+    std::string key; ///< its cache key (empty: not cached)
+  };
+  Code compileOrLoad(TracedModule &traced, const CompileOptions &options, bool lookup = true) {
+    // The second compilation of the same kernel (in any process) is a cache
+    // hit: for a GPU the PTX, for the host its machine code, for this CPU and
+    // its features. Asked for the IR of every stage (printed or dumped),
+    // compile rather than take a cached entry; the result is still stored.
+    std::string key;
+    bool cuda = target.kind == Target::Kind::Cuda;
+    if (options.use_cache && KernelCache::enabled()) {
+      key = cuda ? KernelCache::key({"kiln-kernel-v2", compiler::version(), target.str(),
+                                     std::to_string(options.num_warps),
+                                     std::to_string(options.num_stages), options.tma ? "tma" : "no-tma",
+                                     options.cuda_path, compiler::print(traced)})
+                 : KernelCache::key({"kiln-cpu-kernel-v1", compiler::version(), target.str(),
+                                     compiler::host(), std::to_string(options.opt_level),
+                                     compiler::print(traced)});
+      lookup &= options.dump_dir.empty() && !options.print_after_all;
+      // The entry is verified when loaded: a damaged one is a miss, and the
+      // store below replaces it.
+      if (auto hit = lookup ? KernelCache::load(key) : std::nullopt; hit) {
+        if (complete(*hit, compiler::stages(target)) && (cuda || !hit->object.empty()))
+          return {std::move(hit->stages), std::move(hit->object), true, key};
+        // Intact but unusable (a stage missing, no object code for this
+        // host); the store keeps an intact entry, so it goes first.
+        KernelCache::discard(key);
+      }
+    }
+    compiler::Output out = compiler::compile(traced, target, options);
+    if (!key.empty())
+      KernelCache::store(key, {out.ir, out.object});
+    return {std::move(out.ir), std::move(out.object), false, key};
+  }
 
   /// Makes the code of `ir` (PTX) or `object` (host) ready to launch.
   void load(const std::string &object) {
@@ -41,6 +87,18 @@ struct CompiledKernel::Impl {
       gpu = std::make_unique<GpuExecutable>(ir.at(Stage::Ptx), name, options.num_warps * 32);
     else
       cpu = std::make_unique<CpuExecutable>(object, name);
+  }
+
+  /// The kernel compiled without TMA (compiled on first use).
+  const GpuExecutable &withoutTma() {
+    std::call_once(fallbackOnce, [&] {
+      CompileOptions plain = options;
+      plain.tma = false;
+      Code code = compileOrLoad(*source, plain);
+      fallback = std::make_unique<GpuExecutable>(code.ir.at(Stage::Ptx), name, options.num_warps * 32);
+      source.reset();
+    });
+    return *fallback;
   }
 };
 
@@ -63,52 +121,29 @@ CompiledKernel::CompiledKernel(TracedModulePtr traced, const Target &target,
   if (const char *env = std::getenv("KILN_CUDA_PATH"); env && *env)
     m.options.cuda_path = env;
   compiler::check(target, m.options);
-  auto done = [&] {
-    m.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  };
 
-  // The second compilation of the same kernel (in any process) is a cache
-  // hit: for a GPU the PTX, for the host its machine code, for this CPU and
-  // its features. Asked for the IR of every stage (printed or dumped),
-  // compile rather than take a cached entry; the result is still stored.
-  std::string key;
-  if (m.options.use_cache && KernelCache::enabled()) {
-    bool cuda = target.kind == Target::Kind::Cuda;
-    key = cuda ? KernelCache::key({"kiln-kernel-v1", compiler::version(), target.str(),
-                                   std::to_string(m.options.num_warps),
-                                   std::to_string(m.options.num_stages), m.options.cuda_path,
-                                   compiler::print(*traced)})
-               : KernelCache::key({"kiln-cpu-kernel-v1", compiler::version(), target.str(),
-                                   compiler::host(), std::to_string(m.options.opt_level),
-                                   compiler::print(*traced)});
-    bool lookup = m.options.dump_dir.empty() && !m.options.print_after_all;
-    // load() verifies the entry: a damaged one is a miss, and the store
-    // below replaces it.
-    if (auto hit = lookup ? KernelCache::load(key) : std::nullopt; hit) {
-      if (complete(*hit, compiler::stages(target)) && (cuda || !hit->object.empty())) {
-        try {
-          m.ir = std::move(hit->stages);
-          m.load(hit->object);
-          m.fromCache = true;
-          done();
-          return;
-        } catch (const Error &) {
-          m.ir.clear();
-        }
-      }
-      // Intact but unusable (a stage missing, no object code for this host,
-      // or one the JIT refuses); the store keeps an intact entry, so it goes
-      // first.
-      KernelCache::discard(key);
-    }
+  bool mayUseTma = target.kind == Target::Kind::Cuda && target.arch == "sm_90a" && m.options.tma;
+  TracedModulePtr source = mayUseTma ? compiler::copy(*traced) : nullptr;
+  Impl::Code code;
+  try {
+    code = m.compileOrLoad(*traced, m.options);
+    m.ir = std::move(code.ir);
+    m.load(code.object);
+  } catch (const Error &) {
+    if (!code.fromCache)
+      throw;
+    // A cached entry the driver or the JIT refuses: compile afresh.
+    m.ir.clear();
+    KernelCache::discard(code.key);
+    code = m.compileOrLoad(*traced, m.options, /*lookup=*/false);
+    m.ir = std::move(code.ir);
+    m.load(code.object);
   }
-  compiler::Output out = compiler::compile(*traced, target, m.options);
-  traced.reset(); // the MLIR context and module are not needed any more
-  m.ir = std::move(out.ir);
-  if (!key.empty())
-    KernelCache::store(key, {m.ir, out.object});
-  m.load(out.object);
-  done();
+  m.fromCache = code.fromCache;
+  traced.reset(); // the MLIR context and module are not needed any more...
+  if (m.gpu && m.gpu->uses_tma())
+    m.source = std::move(source); // ...unless TMA may need a fallback
+  m.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 }
 
 CompiledKernel::~CompiledKernel() = default;
@@ -173,9 +208,10 @@ void CompiledKernel::launch(const Grid &grid, std::span<const KernelArg> args) c
   if (grid.x == 0 || grid.y == 0 || grid.z == 0)
     throw Error("kiln: launch of " + name() + " with an empty grid (" + std::to_string(grid.x) +
                 ", " + std::to_string(grid.y) + ", " + std::to_string(grid.z) + ")");
-  if (impl_->gpu)
-    impl_->gpu->launch(grid, params, args);
-  else
+  if (impl_->gpu) {
+    if (!impl_->gpu->launch(grid, params, args) && !impl_->withoutTma().launch(grid, params, args))
+      throw Error("kiln: kernel '" + name() + "' could not be launched without TMA");
+  } else
     impl_->cpu->launch(grid, params, args);
 }
 

@@ -30,6 +30,16 @@ extern "C" float kiln_extendhfsf2(_Float16 h) {
   return kiln::half::to_float(bits);
 }
 
+// Conversions LLVM calls for bfloat16 on hosts without AVX512-BF16 (the
+// GCC 12 runtime does not define them).
+extern "C" _Float16 kiln_truncsfbf2(float f) {
+  uint16_t bits = kiln::bfloat16(f).bits;
+  _Float16 h; // returned in the same register as a __bf16
+  std::memcpy(&h, &bits, 2);
+  return h;
+}
+extern "C" _Float16 kiln_truncdfbf2(double d) { return kiln_truncsfbf2(float(d)); }
+
 // kiln.atomic_add on the CPU: programs run on several threads.
 extern "C" int32_t kiln_atomic_add_i32(int64_t address, int32_t value) {
   return __atomic_fetch_add(reinterpret_cast<int32_t *>(address), value, __ATOMIC_SEQ_CST);
@@ -44,6 +54,8 @@ llvm::orc::SymbolMap runtimeSymbols(llvm::orc::MangleAndInterner &interner) {
   add("__truncsfhf2", reinterpret_cast<void *>(&kiln_truncsfhf2));
   add("__truncdfhf2", reinterpret_cast<void *>(&kiln_truncdfhf2));
   add("__extendhfsf2", reinterpret_cast<void *>(&kiln_extendhfsf2));
+  add("__truncsfbf2", reinterpret_cast<void *>(&kiln_truncsfbf2));
+  add("__truncdfbf2", reinterpret_cast<void *>(&kiln_truncdfbf2));
   add("kiln_atomic_add_i32", reinterpret_cast<void *>(&kiln_atomic_add_i32));
   return map;
 }

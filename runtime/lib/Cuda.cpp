@@ -4,7 +4,9 @@
 
 #include <algorithm>
 #include <dlfcn.h>
+#include <cstdint>
 #include <mutex>
+#include <vector>
 
 namespace kiln::cuda {
 namespace {
@@ -58,6 +60,10 @@ struct Driver {
   KILN_CU_FN(cuGraphLaunch, void *, CUstream)
   KILN_CU_FN(cuGraphExecDestroy, void *)
   KILN_CU_FN(cuGraphDestroy, void *)
+  // CUDA 12+ (Hopper's TMA); null on older drivers, which then launch
+  // kernels compiled without TMA.
+  KILN_CU_FN(cuTensorMapEncodeTiled, void *, int, unsigned, void *, const unsigned long long *,
+             const unsigned long long *, const unsigned *, const unsigned *, int, int, int, int)
 #undef KILN_CU_FN
 
   Driver() {
@@ -98,6 +104,8 @@ struct Driver {
       error = "the CUDA driver found is missing entry points kiln needs (too old?)";
       return;
     }
+    cuTensorMapEncodeTiled = reinterpret_cast<decltype(cuTensorMapEncodeTiled)>(
+        dlsym(lib, "cuTensorMapEncodeTiled"));
     int count = 0;
     if (cuInit(0) != 0 || cuDeviceGetCount(&count) != 0 || count == 0) {
       error = "the CUDA driver reports no usable GPU";
@@ -314,10 +322,31 @@ void note_launch() { ++tls_captured; }
 
 namespace kiln {
 
+/// A CUtensorMap: 128 opaque bytes, 64-byte aligned.
+struct alignas(64) TensorMap {
+  uint64_t words[16];
+};
+
+/// How to encode one tensor-map parameter from the launch's arguments (the
+/// table the lowering leaves in the global kiln_tensormaps).
+struct TensorMapRecipe {
+  int param, base, rows, cols, stride, boxRows, boxCols, dtype;
+};
+
 struct GpuExecutable::State {
   std::once_flag once;
   void *module = nullptr;
   void *function = nullptr;
+  std::vector<TensorMapRecipe> maps;
+  /// The last maps encoded, with what they were encoded from: a kernel is
+  /// mostly launched on the same tensors, and encoding costs microseconds.
+  struct Encoded {
+    const void *base = nullptr;
+    int64_t rows = 0, cols = 0, stride = 0;
+    TensorMap map{};
+  };
+  std::mutex encodedMutex;
+  std::vector<Encoded> encoded;
 };
 
 namespace {
@@ -328,18 +357,106 @@ unsigned sharedBytesOf(const std::string &ptx) {
   std::size_t at = ptx.find(key);
   return at == std::string::npos ? 0u : unsigned(std::stoul(ptx.substr(at + key.size(), 16)));
 }
+/// The table of the global `kiln_tensormaps` (absent: no tensor maps): a
+/// count, then eight numbers per map (see TensorMapRecipe).
+std::vector<TensorMapRecipe> tensorMapsOf(const std::string &ptx) {
+  std::size_t at = ptx.find("kiln_tensormaps[");
+  if (at == std::string::npos)
+    return {};
+  auto malformed = [] { return Error("kiln: malformed kiln_tensormaps table in the kernel's PTX"); };
+  // `.b8 kiln_tensormaps[4n] = {...}` (little-endian bytes) or `.b32 ...[n]`;
+  // trailing zeros may be left out.
+  std::size_t line = ptx.rfind('\n', at);
+  std::string head = ptx.substr(line == std::string::npos ? 0 : line, at - (line == std::string::npos ? 0 : line));
+  int width = head.find(".b8") != std::string::npos ? 1 : head.find(".b32") != std::string::npos ? 4 : 0;
+  std::size_t open = ptx.find('{', at), close = ptx.find('}', at);
+  if (!width || open == std::string::npos || close == std::string::npos || close < open)
+    throw malformed();
+  std::size_t count = std::stoul(ptx.substr(at + std::string("kiln_tensormaps[").size()));
+  std::vector<int64_t> values;
+  std::string body = ptx.substr(open + 1, close - open - 1);
+  for (std::size_t i = 0; i < body.size();) {
+    std::size_t used = 0;
+    values.push_back(std::stoll(body.substr(i), &used));
+    i += used;
+    while (i < body.size() && (body[i] == ',' || body[i] == ' '))
+      ++i;
+  }
+  if (values.size() > count || count % (4 / width) != 0)
+    throw malformed();
+  values.resize(count, 0);
+  std::vector<int> numbers;
+  for (std::size_t i = 0; i < count; i += 4 / width) {
+    uint32_t word = 0;
+    for (int byte = 0; byte < 4 / width; ++byte)
+      word |= uint32_t(values[i + byte] & 0xff) << (8 * byte);
+    numbers.push_back(width == 4 ? int(values[i]) : int(word));
+  }
+  if (numbers.empty() || numbers[0] < 0 || numbers.size() != std::size_t(1 + 8 * numbers[0]))
+    throw malformed();
+  std::vector<TensorMapRecipe> maps;
+  for (int k = 0; k < numbers[0]; ++k) {
+    const int *n = &numbers[1 + 8 * k];
+    maps.push_back({n[0], n[1], n[2], n[3], n[4], n[5], n[6], n[7]});
+  }
+  return maps;
+}
 constexpr int kMaxSharedPerBlockOptin = 97;    // CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN
 constexpr int kMaxDynamicSharedSizeBytes = 8;  // CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES
 } // namespace
 
 GpuExecutable::GpuExecutable(std::string ptx, std::string name, int threads)
     : ptx_(std::move(ptx)), name_(std::move(name)), threads_(threads),
-      sharedBytes_(sharedBytesOf(ptx_)), state_(std::make_unique<State>()) {}
+      sharedBytes_(sharedBytesOf(ptx_)), state_(std::make_unique<State>()) {
+  state_->maps = tensorMapsOf(ptx_);
+  state_->encoded.resize(state_->maps.size());
+}
+
+bool GpuExecutable::uses_tma() const { return !state_->maps.empty(); }
 GpuExecutable::~GpuExecutable() = default;
 
-void GpuExecutable::launch(const Grid &grid, std::span<const Param> params,
+bool GpuExecutable::launch(const Grid &grid, std::span<const Param> params,
                            std::span<const KernelArg> args) const {
   auto &d = cuda::ready();
+  // Tensor maps, encoded from the arguments they describe; a tensor TMA
+  // cannot describe (base or row stride not a multiple of 16 bytes, an
+  // empty extent, no driver support) is the caller's to launch otherwise.
+  std::vector<TensorMap> maps(state_->maps.size());
+  if (!maps.empty()) {
+    if (!d.cuTensorMapEncodeTiled)
+      return false;
+    std::lock_guard<std::mutex> lock(state_->encodedMutex);
+    for (std::size_t k = 0; k < maps.size(); ++k) {
+      const TensorMapRecipe &r = state_->maps[k];
+      if (r.param != int(params.size() + k) || r.base >= int(args.size()) || r.rows >= int(args.size()) ||
+          r.cols >= int(args.size()) || r.stride >= int(args.size()))
+        throw Error("kiln: kernel '" + name_ + "' has a tensor map that does not match its parameters");
+      const void *base = args[r.base].ptr;
+      int64_t rows = args[r.rows].i, cols = args[r.cols].i, stride = args[r.stride].i;
+      State::Encoded &e = state_->encoded[k];
+      if (e.base == base && e.rows == rows && e.cols == cols && e.stride == stride) {
+        maps[k] = e.map;
+        continue;
+      }
+      constexpr int64_t elemBytes = 2;
+      if (reinterpret_cast<uintptr_t>(base) % 16 != 0 || rows <= 0 || cols <= 0 || stride < cols ||
+          (stride * elemBytes) % 16 != 0)
+        return false;
+      unsigned long long dims[2] = {(unsigned long long)cols, (unsigned long long)rows};
+      unsigned long long strides[1] = {(unsigned long long)(stride * elemBytes)};
+      unsigned box[2] = {unsigned(r.boxCols), unsigned(r.boxRows)};
+      unsigned elementStrides[2] = {1, 1};
+      constexpr int kFloat16 = 6, kBFloat16 = 9, kInterleaveNone = 0, kSwizzle128B = 3,
+                    kL2Promotion256B = 3, kOobFillZeros = 0;
+      TensorMap map{};
+      if (d.cuTensorMapEncodeTiled(&map, r.dtype == 1 ? kBFloat16 : kFloat16, 2, const_cast<void *>(base), dims,
+                                   strides, box, elementStrides, kInterleaveNone, kSwizzle128B,
+                                   kL2Promotion256B, kOobFillZeros) != 0)
+        return false;
+      e = {base, rows, cols, stride, map};
+      maps[k] = map;
+    }
+  }
   std::call_once(state_->once, [&] {
     cuda::check(d.cuModuleLoadData(&state_->module, ptx_.c_str()), "cuModuleLoadData");
     void *function = nullptr;
@@ -369,7 +486,7 @@ void GpuExecutable::launch(const Grid &grid, std::span<const Param> params,
     double f64;
   };
   std::vector<Slot> slots(params.size());
-  std::vector<void *> ptrs(params.size());
+  std::vector<void *> ptrs(params.size() + maps.size());
   for (std::size_t i = 0; i < params.size(); ++i) {
     Slot &s = slots[i];
     const KernelArg &a = args[i];
@@ -390,10 +507,13 @@ void GpuExecutable::launch(const Grid &grid, std::span<const Param> params,
     }
     ptrs[i] = &s;
   }
+  for (std::size_t k = 0; k < maps.size(); ++k)
+    ptrs[params.size() + k] = &maps[k];
   cuda::check(d.cuLaunchKernel(state_->function, grid.x, grid.y, grid.z, unsigned(threads_), 1, 1,
                                sharedBytes_, cuda::current_stream(), ptrs.data(), nullptr),
               "cuLaunchKernel");
   cuda::note_launch();
+  return true;
 }
 
 } // namespace kiln

@@ -13,8 +13,12 @@ class GpuExecutable {
 public:
   GpuExecutable(std::string ptx, std::string name, int threads);
   ~GpuExecutable();
-  void launch(const Grid &grid, std::span<const Param> params,
-              std::span<const KernelArg> args) const;
+  /// Launches the kernel; false (nothing launched) when it copies with TMA
+  /// and an argument's tensor cannot be described by a tensor map.
+  [[nodiscard]] bool launch(const Grid &grid, std::span<const Param> params,
+                            std::span<const KernelArg> args) const;
+  /// Whether the kernel takes TMA tensor maps (encoded at each launch).
+  bool uses_tma() const;
 
 private:
   struct State;

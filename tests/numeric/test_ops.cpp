@@ -220,7 +220,14 @@ template <class T, int BM, int BN, int BK> struct MatmulNT {
 template <class Kernel, class T, int BM, int BN, bool nt = false, bool bias = false>
 void check_tiles(const CompileOptions &options) {
   auto k = compile<Kernel>(kCpu, options);
-  for (auto [M, N, K] : {std::tuple{1, 1, 1}, {BM, BN, 64}, {BM + 3, 2 * BN - 5, 200}, {70, 50, 136}}) {
+  // On sm_90a the operands arrive by TMA where every row stride is a
+  // multiple of 16 bytes (K and N multiples of 8 here: {BM, BN, 64}, then
+  // ragged M, N and K whose last tiles TMA fills with zeros), and by
+  // cp.async in the kernel compiled without TMA otherwise.
+  if (test::target().kind == Target::Kind::Cuda && test::target().arch == "sm_90a")
+    CHECK(k.ir(Stage::Ptx).find("cp.async.bulk.tensor") != std::string::npos);
+  for (auto [M, N, K] : {std::tuple{1, 1, 1}, {BM, BN, 64}, {BM + 3, 2 * BN - 8, 200}, {70, 56, 136},
+                         {BM + 3, 2 * BN - 5, 200}, {70, 50, 136}}) {
     CAPTURE(M);
     CAPTURE(N);
     CAPTURE(K);
@@ -276,6 +283,33 @@ TEST_CASE_TEMPLATE("tensor-core tiles (wgmma on sm_90a) match the reference on r
     check_tiles<ops::MatmulBiasGelu<D, 128, 128, 64>, T, 128, 128, false, true>(w8);
   }
   SUBCASE("A @ B^T, B read transposed") { check_tiles<MatmulNT<D, 128, 128, 64>, T, 128, 128, true>(w8); }
+}
+
+TEST_CASE("tensor-core tiles on operands that are not 16-byte aligned match the reference") {
+  // A base address one element past an aligned one: TMA cannot describe the
+  // tensor, so the launch runs the kernel compiled without it.
+  CompileOptions w8;
+  w8.num_warps = 8;
+  w8.num_stages = 3;
+  auto k = compile<ops::Matmul<f16, 128, 128, 64>>(kCpu, w8);
+  const int M = 130, N = 136, K = 192;
+  auto a = test::random_vector<half>(std::size_t(M) * K + 1, 81);
+  auto b = test::random_vector<half>(std::size_t(K) * N + 1, 82);
+  std::vector<half> a0(a.begin() + 1, a.end()), b0(b.begin() + 1, b.end());
+  std::vector<half> c(std::size_t(M) * N, half(-5.0f));
+  Mem da(a);
+  Mem db(b);
+  Mem dc(c);
+  Grid grid(ceil_div(M, 128), ceil_div(N, 128));
+  k.launch(grid, da() + 1, db() + 1, dc(), M, N, K, K, N, N);
+  check(dc.fetch(), ref::matmul(a0, b0, M, N, K), 1e-2, 1e-2);
+  // And aligned again: the TMA kernel.
+  std::vector<half> c2(std::size_t(M) * N, half(-5.0f));
+  Mem da0(a0);
+  Mem db0(b0);
+  Mem dc2(c2);
+  k.launch(grid, da0(), db0(), dc2(), M, N, K, K, N, N);
+  check(dc2.fetch(), ref::matmul(a0, b0, M, N, K), 1e-2, 1e-2);
 }
 
 namespace {

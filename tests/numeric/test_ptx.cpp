@@ -232,14 +232,32 @@ TEST_CASE("on sm_90a, products read in place from rings by whole warpgroups run 
   CHECK(ptx.find("wgmma.mma_async.sync.aligned.m64n256k16.f32.f16.f16") != std::string::npos);
   CHECK(ptx.find("wgmma.fence.sync.aligned") != std::string::npos);
   CHECK(ptx.find("wgmma.commit_group.sync.aligned") != std::string::npos);
-  // The copies into the rings are fenced for the async proxy that wgmma reads through.
-  CHECK(ptx.find("fence.proxy.async.shared::cta") != std::string::npos);
+  // The operands arrive by TMA: one thread issues bulk tensor copies (one
+  // per 64-column panel) that complete on a barrier per ring buffer, which
+  // every thread waits on; the tensor maps are kernel parameters passed by
+  // value, 64-byte aligned.
+  CHECK(ptx.find("cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes") !=
+        std::string::npos);
+  CHECK(ptx.find("mbarrier.expect_tx") != std::string::npos);
+  CHECK(ptx.find("mbarrier.try_wait.parity") != std::string::npos);
+  CHECK(ptx.find(".param .align 64 .b8 " + hopper.name() + "_param_9[128]") != std::string::npos);
+  CHECK(ptx.find("kiln_tensormaps") != std::string::npos);
+  CHECK(ptx.find("cp.async.cg") == std::string::npos);
   CHECK(ptx.find("mma.sync") == std::string::npos);
   CHECK(ptxas(ptx, "sm_90a", hopper.name()) == 0);
   CHECK(spill_stores(ptx, hopper.name()) == 0);
   auto bf = compile<ops::MatmulBiasGelu<bf16, 128, 128, 64>>(Target::cuda("sm_90a"), w8);
   CHECK(bf.ir(Stage::Ptx).find("wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16") != std::string::npos);
   CHECK(spill_stores(bf.ir(Stage::Ptx), bf.name()) == 0);
+  // Without TMA, every thread copies with cp.async, fenced for the async
+  // proxy that wgmma reads through.
+  CompileOptions noTma = w8;
+  noTma.tma = false;
+  auto plain = compile<ops::Matmul<f16, 128, 256, 64>>(Target::cuda("sm_90a"), noTma);
+  CHECK(plain.ir(Stage::Ptx).find("cp.async.bulk.tensor") == std::string::npos);
+  CHECK(plain.ir(Stage::Ptx).find("cp.async.cg.shared.global") != std::string::npos);
+  CHECK(plain.ir(Stage::Ptx).find("fence.proxy.async.shared::cta") != std::string::npos);
+  CHECK(ptxas(plain.ir(Stage::Ptx), "sm_90a", plain.name()) == 0);
   // sm_80 keeps mma.sync for the same kernel.
   auto ampere = compile<ops::Matmul<f16, 128, 256, 64>>(Target::cuda("sm_80"), w8);
   CHECK(ampere.ir(Stage::Ptx).find("mma.sync.aligned.m16n8k16") != std::string::npos);

@@ -36,6 +36,10 @@ struct Output {
 /// The kernel's name and parameters, as traced.
 const std::string &name(const TracedModule &kernel);
 std::span<const Param> params(const TracedModule &kernel);
+/// A copy of a kernel not compiled yet, to compile separately (with other
+/// options); it shares the original's MLIR context, so copies are compiled
+/// one at a time.
+TracedModulePtr copy(const TracedModule &kernel);
 /// The kernel's IR as traced: what a cache key hashes.
 std::string print(const TracedModule &kernel);
 

@@ -46,6 +46,11 @@ struct CompileOptions {
   /// Software-pipelining depth of loops on CUDA targets (1: off, 2: the loads
   /// of the next iteration are issued before this iteration's work).
   int num_stages = 2;
+  /// On sm_90a, copy the tiles of products that are blocks of a tensor with
+  /// the Tensor Memory Accelerator (TMA) where the kernel's addressing allows.
+  /// A launch whose tensors TMA cannot describe (a base address or row stride
+  /// not a multiple of 16 bytes) runs the same kernel compiled without it.
+  bool tma = true;
   /// CUDA toolkit (for libdevice); also KILN_CUDA_PATH.
   std::string cuda_path = "/usr/local/cuda";
   /// Reuse and fill the on-disk kernel cache (CUDA targets; see KILN_CACHE_DIR,

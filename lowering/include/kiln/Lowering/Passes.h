@@ -61,9 +61,10 @@ void buildCpuKilnToStandardPipeline(mlir::OpPassManager &pm);
 /// Standard dialects on tensors -> LLVM dialect.
 void buildCpuStandardToLLVMPipeline(mlir::OpPassManager &pm);
 
-/// kiln (cleaned) -> gpu.module with scalar code per thread.
+/// kiln (cleaned) -> gpu.module with scalar code per thread. With `tma`
+/// (sm_90a only), dot operands that are blocks of a tensor are copied by TMA.
 void buildGpuKilnToGpuPipeline(mlir::OpPassManager &pm, int numWarps, int numStages = 2,
-                               const std::string &arch = "sm_80");
+                               const std::string &arch = "sm_80", bool tma = false);
 /// gpu.module -> NVVM / LLVM dialect.
 void buildGpuToNVVMPipeline(mlir::OpPassManager &pm);
 /// Serializes the (NVVM-lowered) gpu.module of `module` to PTX for `chip`

@@ -78,6 +78,19 @@ def KilnPipelineLoads : Pass<"kiln-pipeline-loads", "mlir::ModuleOp"> {
     Copies of iterations past the loop are masked off (`iv < ub` joins the
     mask), so nothing outside the loop's range is read.
 
+    With `tma` (Hopper), a dot operand that is a 2-D block of a row-major
+    tensor, `base[(r0 + i) * stride + c0 + j]` masked by
+    `(r0 + i < rows) & (c0 + j < cols)` with `base`, `stride`, `rows` and
+    `cols` arguments of the kernel, a zero fill and 16-bit elements in rows
+    of a multiple of 64, is copied by the Tensor Memory Accelerator instead:
+    the kernel gets a `!kiln.tensormap` argument describing the tensor (the
+    runtime encodes it at launch), one thread issues `kiln.async_tma_copy`
+    into the ring, and each buffer has a shared-memory barrier
+    (`kiln.mbarrier_*`) that the copy completes and the iteration waits on
+    (with phase `(i / num-stages) % 2`). The tensor's extents replace the
+    mask: TMA writes zeros outside them. Only loops not nested in another
+    loop are rewritten so.
+
     Before:
     ```mlir
     scf.for %k = %lb to %ub step %s iter_args(%acc = %0) {
@@ -107,7 +120,9 @@ def KilnPipelineLoads : Pass<"kiln-pipeline-loads", "mlir::ModuleOp"> {
     ```
   }];
   let options = [Option<"numStages", "num-stages", "int", "2",
-                        "buffers per ring (2: double buffering); 1 disables the pass">];
+                        "buffers per ring (2: double buffering); 1 disables the pass">,
+                 Option<"tma", "tma", "bool", "false",
+                        "copy the dot operands that are 2-D blocks of a tensor with TMA (sm_90a)">];
   let dependentDialects = ["::kiln::KilnDialect", "::mlir::scf::SCFDialect",
                            "::mlir::arith::ArithDialect"];
 }

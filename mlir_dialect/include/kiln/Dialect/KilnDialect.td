@@ -24,6 +24,9 @@ def Kiln_Dialect : Dialect {
   let extraClassDeclaration = [{
     /// Unit attribute marking a `func.func` as a kiln kernel.
     static constexpr ::llvm::StringLiteral getKernelAttrName() { return "kiln.kernel"; }
+    /// Argument attribute of a `!kiln.tensormap` kernel argument: how the
+    /// runtime encodes it (see -kiln-pipeline-loads).
+    static constexpr ::llvm::StringLiteral getTensorMapAttrName() { return "kiln.tensormap"; }
   }];
 }
 

@@ -330,6 +330,94 @@ def Kiln_LocalLoadOp : Kiln_Op<"local_load"> {
   let hasVerifier = 1;
 }
 
+def Kiln_BarrierOp : Kiln_Op<"barrier"> {
+  let summary = "synchronise the program's threads";
+  let assemblyFormat = "attr-dict";
+}
+
+// Hopper's Tensor Memory Accelerator: bulk tensor copies that complete on
+// shared-memory barriers (mbarrier). A ring of barriers is a
+// `!kiln.shared<N x 1 x i64>`: barrier i is buffer i.
+
+def Kiln_MBarrierInitOp : Kiln_Op<"mbarrier_init"> {
+  let summary = "initialise a ring of shared-memory barriers";
+  let description = [{
+    Gives every barrier of `barriers` the expected arrival count `arrivals`
+    (one thread initialises them), makes the initialisation visible to the
+    async proxy and synchronises the program.
+
+    ```mlir
+    kiln.mbarrier_init %bars {arrivals = 1 : i32} : !kiln.shared<3x1xi64>
+    ```
+  }];
+  let arguments = (ins Arg<Kiln_SharedType, "", [MemWrite]>:$barriers,
+                       ConfinedAttr<I32Attr, [IntPositive]>:$arrivals);
+  let assemblyFormat = "$barriers attr-dict `:` type($barriers)";
+  let hasVerifier = 1;
+}
+
+def Kiln_MBarrierArriveOp : Kiln_Op<"mbarrier_arrive"> {
+  let summary = "one arrival on a shared-memory barrier";
+  let description = [{
+    One thread of the program arrives on barrier `index` of `barriers`
+    (where `pred` holds, when given).
+
+    ```mlir
+    kiln.mbarrier_arrive %bars[%i] : !kiln.shared<3x1xi64>
+    ```
+  }];
+  let arguments = (ins Arg<Kiln_SharedType, "", [MemWrite]>:$barriers, I32:$index,
+                       Optional<I1>:$pred);
+  let assemblyFormat = "$barriers `[` $index `]` (`if` $pred^)? attr-dict `:` type($barriers)";
+  let hasVerifier = 1;
+}
+
+def Kiln_MBarrierWaitOp : Kiln_Op<"mbarrier_wait"> {
+  let summary = "wait for a phase of a shared-memory barrier to complete";
+  let description = [{
+    Every thread waits until the phase of barrier `index` whose parity is
+    `phase` (0 or 1) has completed: all its arrivals happened and all the
+    bytes announced to it arrived. The data those copies wrote is then
+    visible to the waiting thread.
+
+    ```mlir
+    kiln.mbarrier_wait %bars[%i], %phase : !kiln.shared<3x1xi64>
+    ```
+  }];
+  let arguments = (ins Arg<Kiln_SharedType, "", [MemRead, MemWrite]>:$barriers, I32:$index,
+                       I32:$phase);
+  let assemblyFormat = "$barriers `[` $index `]` `,` $phase attr-dict `:` type($barriers)";
+  let hasVerifier = 1;
+}
+
+def Kiln_AsyncTmaCopyOp : Kiln_Op<"async_tma_copy"> {
+  let summary = "start a TMA copy of a tile into a ring buffer";
+  let description = [{
+    One thread of the program announces the tile's bytes to barrier
+    `barrier` of `barriers` and starts bulk tensor copies (one per 64-column
+    panel of 16-bit elements) of the tile whose first element is at
+    (`row`, `col`) of the tensor `map` describes, into buffer `stage` of
+    `ring`, in the 128-byte swizzled layout the tensor cores read. Elements
+    outside the tensor's extents are zero. The barrier's phase completes
+    when the bytes have landed. With `pred`, only where it holds.
+
+    ```mlir
+    kiln.async_tma_copy %map[%row, %col], %ring[%s], %bars[%s]
+        : !kiln.shared<3x128x64xf16>, !kiln.shared<3x1xi64>
+    ```
+  }];
+  let arguments = (ins Kiln_TensorMapType:$map, I32:$row, I32:$col,
+                       Arg<Kiln_SharedType, "", [MemWrite]>:$ring, I32:$stage,
+                       Arg<Kiln_SharedType, "", [MemWrite]>:$barriers, I32:$barrier,
+                       Optional<I1>:$pred);
+  let assemblyFormat = [{
+    $map `[` $row `,` $col `]` `,` $ring `[` $stage `]` `,` $barriers `[` $barrier `]`
+    (`if` $pred^)? attr-dict
+    `:` type($ring) `,` type($barriers)
+  }];
+  let hasVerifier = 1;
+}
+
 //===----------------------------------------------------------------------===//
 // Compute
 //===----------------------------------------------------------------------===//

@@ -50,6 +50,23 @@ def Kiln_SharedType : TypeDef<Kiln_Dialect, "Shared"> {
   }];
 }
 
+def Kiln_TensorMapType : TypeDef<Kiln_Dialect, "TensorMap"> {
+  let mnemonic = "tensormap";
+  let summary = "a TMA tensor map describing a 2-D tensor in global memory";
+  let description = [{
+    The 128-byte descriptor (CUtensorMap) that Hopper's Tensor Memory
+    Accelerator copies tiles with: base address, extents, row stride, box
+    and swizzle. A kernel argument added by `-kiln-pipeline-loads{tma}`; the
+    runtime encodes it on the host at every launch from the kernel's other
+    arguments, as the argument's `kiln.tensormap` attribute describes, and
+    passes it by value (`__grid_constant__`).
+
+    ```mlir
+    func.func @k(..., %map: !kiln.tensormap {kiln.tensormap = {...}})
+    ```
+  }];
+}
+
 // Element types a tile may hold.
 def Kiln_Float : AnyTypeOf<[F16, BF16, F32, F64]>;
 def Kiln_Int : AnyTypeOf<[I1, I8, I16, I32, I64]>;
