@@ -132,7 +132,8 @@ template <bool BIAS> void BM_matmul(benchmark::State &state) {
                       ops::Matmul<f16, 64, 128, 32>, ops::Matmul<f16, 128, 128, 32>,
                       ops::Matmul<f16, 128, 128, 64>, ops::Matmul<f16, 128, 256, 32>,
                       ops::Matmul<f16, 64, 128, 64>, ops::Matmul<f16, 64, 256, 64>,
-                      ops::Matmul<f16, 128, 256, 64>, ops::Matmul<f16, 128, 128, 128>>(
+                      ops::Matmul<f16, 128, 256, 64>, ops::Matmul<f16, 128, 128, 128>,
+                      ops::Matmul<f16, 128, 192, 64>>(
           gpu(), key, TuneSpace({4, 8}, {2, 3, 4}), launch);
   };
   reportTuned(state, tune(), 2.0 * M * N * K);
@@ -148,7 +149,8 @@ void BM_matmul_bf16(benchmark::State &state) {
              N, N);
   };
   auto tuned = autotune<ops::Matmul<bf16, 128, 128, 64>, ops::Matmul<bf16, 128, 256, 64>,
-                        ops::Matmul<bf16, 64, 256, 64>, ops::Matmul<bf16, 128, 128, 32>>(
+                        ops::Matmul<bf16, 64, 256, 64>, ops::Matmul<bf16, 128, 128, 32>,
+                        ops::Matmul<bf16, 128, 192, 64>>(
       gpu(), "bf16 " + p.shape(), TuneSpace({4, 8}, {2, 3, 4}), launch);
   reportTuned(state, tuned, 2.0 * M * N * K);
 }
@@ -295,6 +297,7 @@ BENCHMARK(BM_prefill<ops::MatmulBiasResidual>)->Args({2016, 768, 768})->Args({20
     ->Args({256, 768, 768})->Args({256, 3072, 768})
     ->UseManualTime()->Unit(benchmark::kMicrosecond)->Iterations(1);
 BENCHMARK(BM_cublas<false>)->Args({2016, 768, 2304})->Args({2016, 3072, 768})->Args({2016, 768, 3072})
+    ->Args({2016, 768, 768})->Args({256, 768, 2304})->Args({256, 768, 3072})->Args({256, 768, 768})->Args({256, 3072, 768})
     ->UseManualTime()->Unit(benchmark::kMicrosecond)->Iterations(1);
 BENCHMARK(BM_matmul_bf16)->Args({4096, 4096, 4096})->Args({8192, 8192, 8192})->UseManualTime()->Unit(benchmark::kMillisecond)->Iterations(1);
 BENCHMARK(BM_cublas<false, kiln::bfloat16>)->Args({4096, 4096, 4096})->Args({8192, 8192, 8192})->UseManualTime()->Unit(benchmark::kMillisecond)->Iterations(1);

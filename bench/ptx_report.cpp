@@ -105,6 +105,10 @@ template <class D> void library(Report &r) {
   r.add<ops::Matmul<D, 128, 128, 64>>(8, 3);
   r.add<ops::Matmul<D, 128, 256, 64>>(8, 3);
   r.add<ops::MatmulBiasGelu<D, 128, 256, 64>>(8, 3);
+  r.add<ops::Matmul<D, 128, 192, 64>>(8, 3);
+  r.add<ops::MatmulBias<D, 64, 128, 64>>(4, 3);
+  r.add<ops::MatmulBiasGelu<D, 64, 128, 64>>(4, 3);
+  r.add<ops::MatmulBiasResidual<D, 64, 128, 64>>(4, 3);
   r.add<ops::Matmul<D, 16, 64, 64>>();
   r.add<ops::MatmulBias<D, 128, 128, 64>>(8, 3);
   r.add<ops::MatmulBiasGelu<D, 128, 128, 64>>(8, 3);

@@ -320,6 +320,9 @@ V unary(UnOp op, V va) {
   case UnOp::Sqrt: return wrap(math::SqrtOp::create(bb, l, x));
   case UnOp::Rsqrt: return wrap(math::RsqrtOp::create(bb, l, x));
   case UnOp::Tanh: return wrap(math::TanhOp::create(bb, l, x));
+  case UnOp::TanhApprox:
+    return wrap(math::TanhOp::create(bb, l, x, arith::FastMathFlagsAttr::get(bb.getContext(),
+                                                                            arith::FastMathFlags::afn)));
   case UnOp::Erf: return wrap(math::ErfOp::create(bb, l, x));
   case UnOp::Sin: return wrap(math::SinOp::create(bb, l, x));
   case UnOp::Cos: return wrap(math::CosOp::create(bb, l, x));

@@ -36,6 +36,16 @@ LogicalResult Emitter::emitElementwise(Operation *op) {
       out.push_back(kiln::emitCast(b, loc, pick(operands[0], j), elemType));
       continue;
     }
+    if (auto tanh = dyn_cast<math::TanhOp>(op);
+        tanh && elemType.isF32() && bitEnumContainsAll(tanh.getFastmath(), arith::FastMathFlags::afn)) {
+      // An approximation is enough: the special-function unit's.
+      out.push_back(LLVM::InlineAsmOp::create(b, loc, elemType, ValueRange{pick(operands[0], j)},
+                                              "tanh.approx.f32 $0, $1;", "=f,f", /*has_side_effects=*/false,
+                                              /*is_align_stack=*/false, LLVM::tailcallkind::TailCallKind::None,
+                                              LLVM::AsmDialectAttr(), ArrayAttr())
+                        .getResult(0));
+      continue;
+    }
     OperationState state(loc, op->getName());
     for (auto &vs : operands)
       state.addOperands(pick(vs, j));

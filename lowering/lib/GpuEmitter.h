@@ -441,7 +441,7 @@ private:
   /// Columns of a panel of a swizzled 16-bit tile (128 bytes).
   static constexpr int64_t kPanelCols = 64;
   static bool swizzlable(int64_t cols) {
-    return cols % 8 == 0 && llvm::isPowerOf2_64(uint64_t(cols / 8));
+    return cols % 64 == 0 || (cols % 8 == 0 && llvm::isPowerOf2_64(uint64_t(cols / 8)));
   }
   /// 2-D 16-bit tiles whose rows are swizzlable are kept swizzled in shared
   /// memory, as ldmatrix wants them.

@@ -159,8 +159,7 @@ std::optional<std::pair<Start, Value>> matchBound(Value v, int64_t dim) {
 std::optional<TmaBlock> matchTmaBlock(kiln::LoadOp load) {
   auto tile = cast<RankedTensorType>(load.getType());
   Type elem = tile.getElementType();
-  if (tile.getRank() != 2 || !(elem.isF16() || elem.isBF16()) || tile.getDimSize(1) % 64 != 0 ||
-      !llvm::isPowerOf2_64(uint64_t(tile.getDimSize(1) / 8)) || tile.getDimSize(0) % 8 != 0 ||
+  if (tile.getRank() != 2 || !(elem.isF16() || elem.isBF16()) || tile.getDimSize(1) % 64 != 0 || tile.getDimSize(0) % 8 != 0 ||
       tile.getDimSize(0) > 256 || !load.getMask())
     return std::nullopt;
   if (Value other = load.getOther()) {

@@ -274,6 +274,7 @@ TEST_CASE_TEMPLATE("tensor-core tiles (wgmma on sm_90a) match the reference on r
   w4.num_stages = 4;
   SUBCASE("128x128, two warpgroups") { check_tiles<ops::Matmul<D, 128, 128, 64>, T, 128, 128>(w8); }
   SUBCASE("128x256, K in steps of 64") { check_tiles<ops::Matmul<D, 128, 256, 64>, T, 128, 256>(w8); }
+  SUBCASE("128x192, B in three 64-column panels") { check_tiles<ops::Matmul<D, 128, 192, 64>, T, 128, 192>(w8); }
   SUBCASE("64x128, one warpgroup, B in one 64-column panel pair") {
     check_tiles<ops::Matmul<D, 64, 128, 64>, T, 64, 128>(w4);
   }

@@ -271,6 +271,34 @@ TEST_CASE("on sm_90a, products read in place from rings by whole warpgroups run 
   CHECK(quarter.ir(Stage::Ptx).find("mma.sync.aligned.m16n8k16") != std::string::npos);
 }
 
+namespace {
+/// A product compiled for sm_90a copies its operands with TMA, multiplies
+/// on wgmma and does not spill.
+template <class K> void check_hopper_product(int warps, int stages) {
+  CompileOptions options;
+  options.num_warps = warps;
+  options.num_stages = stages;
+  auto k = compile<K>(Target::cuda("sm_90a"), options);
+  const std::string &ptx = k.ir(Stage::Ptx);
+  CAPTURE(k.name());
+  CHECK(ptx.find("cp.async.bulk.tensor.2d") != std::string::npos);
+  CHECK(ptx.find("wgmma.mma_async") != std::string::npos);
+  CHECK(ptx.find("cp.async.cg") == std::string::npos);
+  CHECK(spill_stores(ptx, k.name()) == 0);
+}
+} // namespace
+
+TEST_CASE("on sm_90a, the library's products (GPT-2's prefill tiles, kiln_bench's) run on TMA and wgmma "
+          "without spilling") {
+  check_hopper_product<ops::Matmul<f16, 128, 128, 64>>(8, 3);
+  check_hopper_product<ops::Matmul<f16, 128, 256, 64>>(8, 3);
+  check_hopper_product<ops::Matmul<bf16, 128, 192, 64>>(8, 3);
+  check_hopper_product<ops::MatmulBiasGelu<f16, 128, 256, 64>>(8, 3);
+  check_hopper_product<ops::MatmulBias<f16, 64, 128, 64>>(4, 3);
+  check_hopper_product<ops::MatmulBiasGelu<bf16, 64, 128, 64>>(4, 3);
+  check_hopper_product<ops::MatmulBiasResidual<f16, 64, 128, 64>>(4, 3);
+}
+
 TEST_CASE("kernels may use more than 48 KB of shared memory") {
   CompileOptions four;
   four.num_stages = 4;

@@ -382,18 +382,26 @@ template <class D> struct ModelImpl final : Model::Impl {
     add<ops::SampleRows<D, 1024>>("sample");
     if (gpu) {
       // Prefill products, as the autotuner ranked them on an H200 for 2016
-      // and 256 packed rows (kiln_bench's BM_prefill, bench/README.md):
-      // 128x128 tiles with 8 warps and, for 16-bit types, 3 stages when
-      // there are many rows (wgmma on sm_90a, 16-50% faster than with 2
-      // stages; three f32 stages and the epilogue exceed shared memory),
-      // 32x64 ones with 3 stages when 64x64 tiles would be few.
+      // and 256 packed rows (kiln_bench's BM_prefill, bench/README.md). With
+      // TMA (sm_90a), 64x128 tiles on one warpgroup with 3 stages lead for
+      // 16-bit types; f32 (no tensor cores here) keeps 128x128 tiles with 8
+      // warps and 2 stages (three f32 stages and the epilogue exceed shared
+      // memory); 32x64 tiles with 3 stages when larger tiles would be few.
       CompileOptions big, small;
-      big.num_warps = 8;
-      big.num_stages = std::is_same_v<D, f32> ? 2 : 3;
       small.num_stages = 3;
-      add<ops::MatmulBias<D, 128, 128, 64>>("qkv", big);
-      add<ops::MatmulBiasResidual<D, 128, 128, 64>>("proj_residual", big);
-      add<ops::MatmulBiasGelu<D, 128, 128, 64>>("fc_gelu", big);
+      if constexpr (std::is_same_v<D, f32>) {
+        big.num_warps = 8;
+        big.num_stages = 2;
+        add<ops::MatmulBias<D, 128, 128, 64>>("qkv", big);
+        add<ops::MatmulBiasResidual<D, 128, 128, 64>>("proj_residual", big);
+        add<ops::MatmulBiasGelu<D, 128, 128, 64>>("fc_gelu", big);
+      } else {
+        big.num_warps = 4;
+        big.num_stages = 3;
+        add<ops::MatmulBias<D, 64, 128, 64>>("qkv", big);
+        add<ops::MatmulBiasResidual<D, 64, 128, 64>>("proj_residual", big);
+        add<ops::MatmulBiasGelu<D, 64, 128, 64>>("fc_gelu", big);
+      }
       add<ops::Matmul<D, 64, 64, 32>>("lm_head");
       add<ops::Matmul<D, 16, 64, 64>>("lm_head_decode");
       add<ops::MatmulBias<D, 32, 64, 64>>("qkv_small", small);

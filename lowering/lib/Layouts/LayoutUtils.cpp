@@ -33,7 +33,8 @@ bool keepsSwizzled(RankedTensorType t) {
       t.getElementType().getIntOrFloatBitWidth() != 16)
     return false;
   int64_t cols = t.getShape().back();
-  return cols % 8 == 0 && llvm::isPowerOf2_64(uint64_t(cols / 8));
+  // Rows of whole 128-byte panels (any number), or a power of two of 16-byte chunks.
+  return cols % 64 == 0 || (cols % 8 == 0 && llvm::isPowerOf2_64(uint64_t(cols / 8)));
 }
 
 bool isElementwise(Operation *op) {

@@ -27,7 +27,7 @@ struct V {
 
 enum class BinOp { Add, Sub, Mul, Div, Rem, Max, Min, And, Or, Xor };
 enum class CmpOp { Lt, Le, Gt, Ge, Eq, Ne };
-enum class UnOp { Neg, Not, Exp, Exp2, Log, Sqrt, Rsqrt, Tanh, Abs, Erf, Sin, Cos, Floor, Ceil };
+enum class UnOp { Neg, Not, Exp, Exp2, Log, Sqrt, Rsqrt, Tanh, TanhApprox, Abs, Erf, Sin, Cos, Floor, Ceil };
 enum class RedOp { Sum, Max, Min };
 
 // Kernel lifetime. Tracing is per thread; one kernel at a time.

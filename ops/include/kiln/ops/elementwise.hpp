@@ -16,10 +16,16 @@ template <class T, int BLOCK_> struct VecAdd {
 };
 
 /// GPT-2's tanh approximation of GELU, evaluated in f32.
-template <class T, int... D> Tile<T, D...> gelu_tanh(Tile<T, D...> x) {
+template <bool Approx = false, class T, int... D> Tile<T, D...> gelu_tanh(Tile<T, D...> x) {
   constexpr double kSqrt2OverPi = 0.7978845608028654;
   auto inner = (x + x * x * x * 0.044715) * kSqrt2OverPi;
-  return x * 0.5 * (tanh(inner) + 1.0);
+  if constexpr (Approx)
+    return x * 0.5 * (tanh_approx(inner) + 1.0);
+  else
+    return x * 0.5 * (tanh(inner) + 1.0);
 }
+/// Whether an epilogue storing `T` may use tanh_approx: its error is below
+/// the rounding of a 16-bit result.
+template <class T> inline constexpr bool kApproxFor = !std::is_same_v<T, f32> && !std::is_same_v<T, f64>;
 
 } // namespace kiln::ops

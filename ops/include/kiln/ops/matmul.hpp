@@ -48,7 +48,7 @@ template <class T, int BM_, int BN_, int BK_> struct MatmulBiasGelu {
     auto rn = program_id(1) * BN + arange<BN>();
     auto acc = detail::matmul_tile<T, BM, BN, BK>(a, b, M, N, 0, K, lda, ldb, rm, rn);
     auto bv = cast<f32>(load(bias + rn, rn < N, 0)); // (BN)
-    auto out = gelu_tanh(acc + expand_dims<0>(bv));
+    auto out = gelu_tanh<kApproxFor<T>>(acc + expand_dims<0>(bv));
     auto rows = expand_dims<1>(rm); // (BM, 1)
     auto cols = expand_dims<0>(rn); // (1, BN)
     store(c + rows * ldc + cols, cast<T>(out), (rows < M) & (cols < N));
