@@ -303,3 +303,19 @@ func.func @shared_of_unknown_type(%x: tensor<64x64x!kiln.pt, #kiln.shared<swizzl
 func.func @dot_operand_of_unknown_type(%x: tensor<64x64x!kiln.pt, #kiln.dot_operand<index = 0, parent = #kiln.mma<version = 2, warpsM = 4, warpsN = 1>>>) {
   return
 }
+
+// -----
+
+func.func @barriers_not_i64(%bars: !kiln.shared<3x1xi32>) {
+  // expected-error @+1 {{expects a ring of barriers (!kiln.shared<N x 1 x i64>), got '!kiln.shared<3x1xi32>'}}
+  kiln.mbarrier_init %bars {arrivals = 1 : i32} : !kiln.shared<3x1xi32>
+  return
+}
+
+// -----
+
+func.func @tma_copy_narrow(%map: !kiln.tensormap, %ring: !kiln.shared<2x64x32xf16>, %bars: !kiln.shared<2x1xi64>, %i: i32) {
+  // expected-error @+1 {{copies 2-D tiles of 16-bit elements whose rows are a multiple of 64 elements, with at most 256 rows (a multiple of 8), got 'tensor<64x32xf16>'}}
+  kiln.async_tma_copy %map[%i, %i], %ring[%i], %bars[%i] : !kiln.shared<2x64x32xf16>, !kiln.shared<2x1xi64>
+  return
+}

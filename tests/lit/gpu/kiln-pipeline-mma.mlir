@@ -70,3 +70,44 @@ module attributes {kiln.num_warps = 8 : i32} {
     return %r, %q : tensor<128x128xf32, #mma2>, tensor<128x128xf32, #mma>
   }
 }
+
+// -----
+
+// With TMA, the copies of an iteration and their barrier arrival move after
+// the synchronising wait, which replaces the barrier that guarded them.
+// CHECK-LABEL: func.func @test_async_wgmma_tma
+// CHECK: scf.for
+// CHECK-NOT: kiln.barrier
+// CHECK: kiln.mbarrier_wait
+// CHECK: kiln.dot {{.*}} {async}
+// CHECK-NEXT: %[[W:.*]] = kiln.dot_wait %{{.*}} {pendings = 1 : i32, sync}
+// CHECK-NEXT: kiln.async_tma_copy
+// CHECK-NEXT: kiln.async_tma_copy
+// CHECK-NEXT: kiln.mbarrier_arrive
+// CHECK-NEXT: scf.yield %[[W]]
+#s = #kiln.shared<swizzle = true, transposed = false, warps = 8>
+#mma = #kiln.mma<version = 3, warpsM = 8, warpsN = 1>
+module attributes {kiln.num_warps = 8 : i32} {
+  func.func @test_async_wgmma_tma(%ma: !kiln.tensormap, %mb: !kiln.tensormap, %init: tensor<128x128xf32, #mma>,
+                                  %n: i32) -> tensor<128x128xf32, #mma> attributes {kiln.kernel} {
+    %c0 = arith.constant 0 : i32
+    %c1 = arith.constant 1 : i32
+    %c3 = arith.constant 3 : i32
+    %ra = kiln.local_alloc : !kiln.shared<3x128x64xf16>
+    %rb = kiln.local_alloc : !kiln.shared<3x64x128xf16>
+    %bars = kiln.local_alloc : !kiln.shared<3x1xi64>
+    %r = scf.for %i = %c0 to %n step %c1 iter_args(%acc = %init) -> (tensor<128x128xf32, #mma>) : i32 {
+      %s = arith.remsi %i, %c3 : i32
+      kiln.barrier
+      kiln.async_tma_copy %ma[%c0, %i], %ra[%s], %bars[%s] : !kiln.shared<3x128x64xf16>, !kiln.shared<3x1xi64>
+      kiln.async_tma_copy %mb[%i, %c0], %rb[%s], %bars[%s] : !kiln.shared<3x64x128xf16>, !kiln.shared<3x1xi64>
+      kiln.mbarrier_arrive %bars[%s] : !kiln.shared<3x1xi64>
+      kiln.mbarrier_wait %bars[%s], %c0 : !kiln.shared<3x1xi64>
+      %a = kiln.local_load %ra[%s] : !kiln.shared<3x128x64xf16> -> tensor<128x64xf16, #s>
+      %bm = kiln.local_load %rb[%s] : !kiln.shared<3x64x128xf16> -> tensor<64x128xf16, #s>
+      %d = kiln.dot %a, %bm, %acc : tensor<128x64xf16, #s>, tensor<64x128xf16, #s> -> tensor<128x128xf32, #mma>
+      scf.yield %d : tensor<128x128xf32, #mma>
+    }
+    return %r : tensor<128x128xf32, #mma>
+  }
+}
