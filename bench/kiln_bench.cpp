@@ -125,7 +125,8 @@ template <bool BIAS> void BM_matmul(benchmark::State &state) {
                       ops::MatmulBiasGelu<f16, 64, 128, 32>, ops::MatmulBiasGelu<f16, 128, 128, 32>,
                       ops::MatmulBiasGelu<f16, 128, 128, 64>, ops::MatmulBiasGelu<f16, 128, 256, 32>,
                       ops::MatmulBiasGelu<f16, 64, 128, 64>, ops::MatmulBiasGelu<f16, 64, 256, 64>,
-                      ops::MatmulBiasGelu<f16, 128, 256, 64>, ops::MatmulBiasGelu<f16, 128, 128, 128>>(
+                      ops::MatmulBiasGelu<f16, 128, 256, 64>, ops::MatmulBiasGelu<f16, 128, 128, 128>,
+                      ops::GroupedMatmulBiasGelu<f16, 128, 256, 64, 8>>(
           gpu(), key, TuneSpace({4, 8}, {2, 3, 4}), launch);
     else
       return autotune<ops::Matmul<f16, 64, 64, 32>, ops::Matmul<f16, 128, 64, 32>,
@@ -133,7 +134,8 @@ template <bool BIAS> void BM_matmul(benchmark::State &state) {
                       ops::Matmul<f16, 128, 128, 64>, ops::Matmul<f16, 128, 256, 32>,
                       ops::Matmul<f16, 64, 128, 64>, ops::Matmul<f16, 64, 256, 64>,
                       ops::Matmul<f16, 128, 256, 64>, ops::Matmul<f16, 128, 128, 128>,
-                      ops::Matmul<f16, 128, 192, 64>>(
+                      ops::Matmul<f16, 128, 192, 64>, ops::GroupedMatmul<f16, 128, 256, 64, 8>,
+                      ops::GroupedMatmul<f16, 128, 256, 64, 16>>(
           gpu(), key, TuneSpace({4, 8}, {2, 3, 4}), launch);
   };
   reportTuned(state, tune(), 2.0 * M * N * K);
@@ -150,7 +152,8 @@ void BM_matmul_bf16(benchmark::State &state) {
   };
   auto tuned = autotune<ops::Matmul<bf16, 128, 128, 64>, ops::Matmul<bf16, 128, 256, 64>,
                         ops::Matmul<bf16, 64, 256, 64>, ops::Matmul<bf16, 128, 128, 32>,
-                        ops::Matmul<bf16, 128, 192, 64>>(
+                        ops::Matmul<bf16, 128, 192, 64>, ops::GroupedMatmul<bf16, 128, 256, 64, 8>,
+                        ops::GroupedMatmul<bf16, 128, 256, 64, 16>>(
       gpu(), "bf16 " + p.shape(), TuneSpace({4, 8}, {2, 3, 4}), launch);
   reportTuned(state, tuned, 2.0 * M * N * K);
 }

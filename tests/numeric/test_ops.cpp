@@ -227,7 +227,7 @@ void check_tiles(const CompileOptions &options) {
   if (test::target().kind == Target::Kind::Cuda && test::target().arch == "sm_90a")
     CHECK(k.ir(Stage::Ptx).find("cp.async.bulk.tensor") != std::string::npos);
   for (auto [M, N, K] : {std::tuple{1, 1, 1}, {BM, BN, 64}, {BM + 3, 2 * BN - 8, 200}, {70, 56, 136},
-                         {BM + 3, 2 * BN - 5, 200}, {70, 50, 136}}) {
+                         {3 * BM + 5, BN + 8, 64}, {BM + 3, 2 * BN - 5, 200}, {70, 50, 136}}) {
     CAPTURE(M);
     CAPTURE(N);
     CAPTURE(K);
@@ -274,6 +274,10 @@ TEST_CASE_TEMPLATE("tensor-core tiles (wgmma on sm_90a) match the reference on r
   w4.num_stages = 4;
   SUBCASE("128x128, two warpgroups") { check_tiles<ops::Matmul<D, 128, 128, 64>, T, 128, 128>(w8); }
   SUBCASE("128x256, K in steps of 64") { check_tiles<ops::Matmul<D, 128, 256, 64>, T, 128, 256>(w8); }
+  SUBCASE("tiles in groups of 3 tile rows (the last group shorter)") {
+    check_tiles<ops::GroupedMatmul<D, 64, 64, 64, 3>, T, 64, 64>(w4);
+    check_tiles<ops::GroupedMatmulBiasGelu<D, 64, 64, 64, 3>, T, 64, 64, false, true>(w4);
+  }
   SUBCASE("128x192, B in three 64-column panels") { check_tiles<ops::Matmul<D, 128, 192, 64>, T, 128, 192>(w8); }
   SUBCASE("64x128, one warpgroup, B in one 64-column panel pair") {
     check_tiles<ops::Matmul<D, 64, 128, 64>, T, 64, 128>(w4);

@@ -23,29 +23,54 @@ Tile<f32, BM, BN> matmul_tile(Ptr<T> a, Ptr<T> b, I32 M, I32 N, I32 lo, I32 hi, 
     return dot(at, bt, acc);
   });
 }
+
+/// The (row, column) tile of this program. Programs start in launch order
+/// (axis 0 fastest); with G > 1 that order is regrouped so that each run of
+/// G * (column tiles) programs covers G row tiles by every column tile,
+/// column by column: the programs running at one time share the A rows of
+/// G tiles and each B column panel in L2 (Triton's GROUP_M). G = 1 keeps
+/// the launch grid as it is.
+template <int G> std::pair<I32, I32> grouped_program() {
+  if constexpr (G == 1) {
+    return {program_id(0), program_id(1)};
+  } else {
+    I32 rowTiles = num_programs(0), colTiles = num_programs(1);
+    I32 pid = program_id(0) + program_id(1) * rowTiles;
+    I32 width = colTiles * G;
+    I32 first = pid / width * G;
+    I32 size = minimum(rowTiles - first, G);
+    I32 within = pid % width;
+    return {first + within % size, within / size};
+  }
+}
 } // namespace detail
 
 /// C(M, N) = A(M, K) @ B(K, N), f32 accumulation. Grid: (cdiv(M, BM), cdiv(N, BN)).
-template <class T, int BM_, int BN_, int BK_> struct Matmul {
+template <class T, int BM_, int BN_, int BK_, int G = 1> struct GroupedMatmul {
   static constexpr int BM = BM_, BN = BN_, BK = BK_;
   void operator()(Ptr<T> a, Ptr<T> b, Ptr<T> c, I32 M, I32 N, I32 K, I32 lda, I32 ldb,
                   I32 ldc) const {
-    auto rm = program_id(0) * BM + arange<BM>();
-    auto rn = program_id(1) * BN + arange<BN>();
+    auto [pm, pn] = detail::grouped_program<G>();
+    auto rm = pm * BM + arange<BM>();
+    auto rn = pn * BN + arange<BN>();
     auto acc = detail::matmul_tile<T, BM, BN, BK>(a, b, M, N, 0, K, lda, ldb, rm, rn);
     auto rows = expand_dims<1>(rm); // (BM, 1)
     auto cols = expand_dims<0>(rn); // (1, BN)
     store(c + rows * ldc + cols, cast<T>(acc), (rows < M) & (cols < N));
   }
 };
+/// The product in launch order.
+template <class T, int BM, int BN, int BK> struct Matmul : GroupedMatmul<T, BM, BN, BK, 1> {};
 
-/// C = gelu_tanh(A @ B + bias), with bias (N) and the epilogue fused.
-template <class T, int BM_, int BN_, int BK_> struct MatmulBiasGelu {
+/// C = gelu_tanh(A @ B + bias), with bias (N) and the epilogue fused; the
+/// tiles in groups of G tile rows (see detail::grouped_program).
+template <class T, int BM_, int BN_, int BK_, int G = 1> struct GroupedMatmulBiasGelu {
   static constexpr int BM = BM_, BN = BN_, BK = BK_;
   void operator()(Ptr<T> a, Ptr<T> b, Ptr<T> bias, Ptr<T> c, I32 M, I32 N, I32 K, I32 lda,
                   I32 ldb, I32 ldc) const {
-    auto rm = program_id(0) * BM + arange<BM>();
-    auto rn = program_id(1) * BN + arange<BN>();
+    auto [pm, pn] = detail::grouped_program<G>();
+    auto rm = pm * BM + arange<BM>();
+    auto rn = pn * BN + arange<BN>();
     auto acc = detail::matmul_tile<T, BM, BN, BK>(a, b, M, N, 0, K, lda, ldb, rm, rn);
     auto bv = cast<f32>(load(bias + rn, rn < N, 0)); // (BN)
     auto out = gelu_tanh<kApproxFor<T>>(acc + expand_dims<0>(bv));
@@ -54,6 +79,7 @@ template <class T, int BM_, int BN_, int BK_> struct MatmulBiasGelu {
     store(c + rows * ldc + cols, cast<T>(out), (rows < M) & (cols < N));
   }
 };
+template <class T, int BM, int BN, int BK> struct MatmulBiasGelu : GroupedMatmulBiasGelu<T, BM, BN, BK, 1> {};
 
 /// `c = a @ b + bias` (the attention QKV projection).
 template <class T, int BM_, int BN_, int BK_> struct MatmulBias {
