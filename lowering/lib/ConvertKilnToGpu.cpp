@@ -148,6 +148,83 @@ LogicalResult recordTensorMaps(func::FuncOp f, gpu::GPUFuncOp gpuFunc, gpu::GPUM
   return success();
 }
 
+/// The top-level ops of `f` between which ring `alloc` is in use: from the
+/// alloc to the first `kiln.async_wait` after its last use (which waits for
+/// every copy into it, masked-off ones included, and synchronises the
+/// program past its last read). Uses include the views of its buffers
+/// (tiles read in place by products) and the products reading them. Rings filled by anything but
+/// `kiln.async_copy` (TMA copies, barriers), or not allocated at the top
+/// level, live for the whole kernel.
+std::pair<int64_t, int64_t> ringLifetime(kiln::LocalAllocOp alloc, Block &top,
+                                         const DenseMap<Operation *, int64_t> &index) {
+  constexpr int64_t kForever = std::numeric_limits<int64_t>::max();
+  if (alloc->getBlock() != &top)
+    return {0, kForever};
+  int64_t last = index.lookup(alloc);
+  SmallVector<Value> work{alloc.getResult()};
+  DenseSet<Value> seen;
+  while (!work.empty()) {
+    Value v = work.pop_back_val();
+    if (!seen.insert(v).second)
+      continue;
+    for (OpOperand &use : v.getUses()) {
+      Operation *user = use.getOwner();
+      if (v == alloc.getResult() && !isa<kiln::AsyncCopyOp, kiln::LocalLoadOp>(user))
+        return {0, kForever};
+      Operation *at = top.findAncestorOpInBlock(*user);
+      if (!at)
+        return {0, kForever};
+      last = std::max(last, index.lookup(at));
+      // Views of the buffer, and asynchronous products reading it until
+      // their kiln.dot_wait (perhaps after the loop that carries them).
+      auto dot = dyn_cast<kiln::DotOp>(user);
+      if (isa<kiln::LocalLoadOp, kiln::TransOp, kiln::ConvertLayoutOp>(user) || (dot && dot.getAsync()))
+        llvm::append_range(work, user->getResults());
+      else if (isa<scf::YieldOp>(user) && v.getDefiningOp<kiln::DotOp>())
+        work.push_back(user->getParentOp()->getResult(use.getOperandNumber()));
+    }
+  }
+  for (Operation *op = top.findAncestorOpInBlock(*alloc)->getNextNode(); op; op = op->getNextNode())
+    if (index.lookup(op) > last && isa<kiln::AsyncWaitOp>(op))
+      return {index.lookup(alloc), index.lookup(op)};
+  return {index.lookup(alloc), kForever};
+}
+
+/// Places the rings of `f` in shared memory, `align`-aligned: rings whose
+/// lifetimes (ringLifetime) do not overlap share bytes, so that a kernel of
+/// several pipelined loops (attention's unmasked and diagonal key blocks)
+/// needs the largest loop's rings, not their sum. Returns the bytes used.
+int64_t allocateRings(func::FuncOp f, int64_t align, DenseMap<Value, int64_t> &offsets) {
+  Block &top = f.getBody().front();
+  DenseMap<Operation *, int64_t> index;
+  int64_t i = 0;
+  for (Operation &op : top)
+    index[&op] = i++;
+  struct Placed {
+    int64_t offset, bytes, end;
+  };
+  SmallVector<Placed> live;
+  int64_t used = 0;
+  f.walk([&](kiln::LocalAllocOp alloc) {
+    auto ring = cast<kiln::SharedType>(alloc.getType());
+    int64_t bytes = kiln::gpu_lowering::Emitter::ringStride(ring) * ring.getStages();
+    auto [start, end] = ringLifetime(alloc, top, index);
+    llvm::erase_if(live, [&](const Placed &p) { return p.end < start; });
+    llvm::sort(live, [](const Placed &a, const Placed &b) { return a.offset < b.offset; });
+    int64_t offset = 0; // the first gap that fits
+    for (const Placed &p : live) {
+      if (int64_t(llvm::alignTo(offset, align)) + bytes <= p.offset)
+        break;
+      offset = std::max(offset, p.offset + p.bytes);
+    }
+    offset = llvm::alignTo(offset, align);
+    offsets[alloc] = offset;
+    live.push_back({offset, bytes, end});
+    used = std::max(used, offset + bytes);
+  });
+  return used;
+}
+
 /// Moves kernel `f` into a gpu.func of its own gpu.module and converts its
 /// body with the patterns of every op family.
 LogicalResult convertKernel(func::FuncOp f, int threads) {
@@ -178,14 +255,7 @@ LogicalResult convertKernel(func::FuncOp f, int threads) {
     return failure();
   bool align1024 = state.asyncProxyReads || state.tmaCopies;
   // Rings first, then the scratch area.
-  int64_t offset = 0;
-  f.walk([&](kiln::LocalAllocOp alloc) {
-    auto ring = cast<kiln::SharedType>(alloc.getType());
-    if (align1024)
-      offset = llvm::alignTo(offset, 1024);
-    state.ringOffsets[alloc] = offset;
-    offset += Emitter::ringStride(ring) * ring.getStages();
-  });
+  int64_t offset = allocateRings(f, align1024 ? 1024 : 16, state.ringOffsets);
   if (align1024)
     offset = llvm::alignTo(offset, 1024);
   state.scratchBase = state.smemBytes = offset;

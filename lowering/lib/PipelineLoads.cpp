@@ -276,8 +276,71 @@ struct PipelineLoadsPass : kiln::impl::KilnPipelineLoadsBase<PipelineLoadsPass> 
     // the overlap gains, measured on H200.
     if (!llvm::any_of(*loop.getBody(), [](Operation &op) { return isa<kiln::DotOp>(op); }))
       return success();
+    auto [staged, reads] = stageInvariantOperands(loop);
     ringPipeline(loop);
+    if (staged) {
+      // Wait for the staged operands just before the loop, leaving the
+      // copies committed after them (the ring's first stages) in flight:
+      // groups complete in order.
+      int32_t later = 0;
+      for (Operation *op = staged->getNextNode(); op != loop.getOperation(); op = op->getNextNode())
+        later += isa<kiln::AsyncCommitOp>(op);
+      OpBuilder b(loop);
+      kiln::AsyncWaitOp::create(b, loop.getLoc(), b.getI32IntegerAttr(later));
+      for (Operation *read : reads) // read after the wait (into registers, if not by tensor cores)
+        read->moveBefore(loop);
+    }
     return registerPrefetch(loop);
+  }
+
+  /// Loads in the loop's block, before it, whose every use is a product
+  /// operand inside this loop or later loops of the block (attention's
+  /// queries): copied once into a
+  /// one-buffer ring where the products read them in place, instead of
+  /// being staged for every iteration. Returns the commit that closes their
+  /// copies (null when there are none) and the reads of the buffers.
+  std::pair<Operation *, SmallVector<Operation *>> stageInvariantOperands(scf::ForOp loop) {
+    SmallVector<kiln::LoadOp> loads;
+    for (Operation *op = loop->getPrevNode(); op; op = op->getPrevNode()) {
+      auto load = dyn_cast<kiln::LoadOp>(op);
+      if (!load) {
+        // The copies start where the loads were and land by the loop:
+        // nothing in between may write memory.
+        if (!isMemoryEffectFree(op) && !isa<kiln::AsyncCopyOp, kiln::AsyncCommitOp, kiln::LocalAllocOp>(op))
+          break;
+        continue;
+      }
+      auto tile = dyn_cast<RankedTensorType>(load.getType());
+      // Used in this loop and perhaps in later loops of the block (the
+      // copy is waited for before this one).
+      bool inLoops = llvm::all_of(load->getUsers(), [&](Operation *user) {
+        Operation *top = loop->getBlock()->findAncestorOpInBlock(*user);
+        return top && isa<scf::ForOp>(top) && !top->isBeforeInBlock(loop);
+      });
+      bool here = llvm::any_of(load->getUsers(), [&](Operation *user) { return loop->isAncestor(user); });
+      if (tile && tile.getRank() == 2 && feedsOnlyDots(load) && inLoops && here)
+        loads.push_back(load);
+    }
+    if (loads.empty())
+      return {};
+    OpBuilder b(loop);
+    Operation *commit = nullptr;
+    SmallVector<Operation *> reads;
+    for (kiln::LoadOp load : llvm::reverse(loads)) {
+      b.setInsertionPoint(load);
+      Location loc = load.getLoc();
+      auto tile = cast<RankedTensorType>(load.getType());
+      auto type = kiln::SharedType::get(b.getContext(), 1, tile.getShape(), tile.getElementType());
+      Value ring = kiln::LocalAllocOp::create(b, loc, type);
+      Value zero = arith::ConstantOp::create(b, loc, b.getI32IntegerAttr(0));
+      kiln::AsyncCopyOp::create(b, loc, load.getPtr(), ring, zero, load.getMask(), load.getOther());
+      commit = kiln::AsyncCommitOp::create(b, loc);
+      auto read = kiln::LocalLoadOp::create(b, loc, tile, ring, zero);
+      load.getResult().replaceAllUsesWith(read.getResult());
+      load.erase();
+      reads.push_back(read);
+    }
+    return {commit, reads};
   }
 
   /// Dot operands go through a ring of `numStages` shared-memory buffers

@@ -218,6 +218,82 @@ func.func @test_ring(%a: !kiln.ptr<f16>, %c: !kiln.ptr<f32>) attributes {kiln.ke
 
 // -----
 
+// Rings whose lifetimes do not overlap share bytes: the first ring's last
+// reader is done at the wait after it, before the second ring is allocated,
+// so both sit at offset 0 (4 KB of rings, then 4 KB of scratch).
+// CHECK: llvm.mlir.global external constant @kiln_smem_bytes(8192 : i32)
+// CHECK-LABEL: gpu.func @test_rings_share
+func.func @test_rings_share(%a: !kiln.ptr<f16>, %c: !kiln.ptr<f32>) attributes {kiln.kernel} {
+  %c0 = arith.constant 0 : i32
+  %r = kiln.make_range 0 to 32 : tensor<32xi32>
+  %row = kiln.expand_dims %r {axis = 1 : i32} : tensor<32xi32> -> tensor<32x1xi32>
+  %col = kiln.expand_dims %r {axis = 0 : i32} : tensor<32xi32> -> tensor<1x32xi32>
+  %c32 = arith.constant dense<32> : tensor<32x1xi32>
+  %rows = arith.muli %row, %c32 : tensor<32x1xi32>
+  %rb = kiln.broadcast %rows : tensor<32x1xi32> -> tensor<32x32xi32>
+  %cb = kiln.broadcast %col : tensor<1x32xi32> -> tensor<32x32xi32>
+  %off = arith.addi %rb, %cb : tensor<32x32xi32>
+  %pa = kiln.splat %a : tensor<32x32x!kiln.ptr<f16>>
+  %p = kiln.addptr %pa, %off : tensor<32x32x!kiln.ptr<f16>>, tensor<32x32xi32>
+  %zero = arith.constant dense<0.0> : tensor<32x32xf32>
+  %ring = kiln.local_alloc : !kiln.shared<2x32x32xf16>
+  kiln.async_copy %p, %ring[%c0] : tensor<32x32x!kiln.ptr<f16>>, !kiln.shared<2x32x32xf16>
+  kiln.async_commit
+  kiln.async_wait {pending = 0 : i32}
+  %t = kiln.local_load %ring[%c0] : !kiln.shared<2x32x32xf16> -> tensor<32x32xf16>
+  %d = kiln.dot %t, %t, %zero : tensor<32x32xf16>, tensor<32x32xf16> -> tensor<32x32xf32>
+  kiln.async_wait {pending = 0 : i32}
+  %ring2 = kiln.local_alloc : !kiln.shared<2x32x32xf16>
+  kiln.async_copy %p, %ring2[%c0] : tensor<32x32x!kiln.ptr<f16>>, !kiln.shared<2x32x32xf16>
+  kiln.async_commit
+  kiln.async_wait {pending = 0 : i32}
+  %t2 = kiln.local_load %ring2[%c0] : !kiln.shared<2x32x32xf16> -> tensor<32x32xf16>
+  %d2 = kiln.dot %t2, %t2, %d : tensor<32x32xf16>, tensor<32x32xf16> -> tensor<32x32xf32>
+  %pc = kiln.splat %c : tensor<32x32x!kiln.ptr<f32>>
+  %q = kiln.addptr %pc, %off : tensor<32x32x!kiln.ptr<f32>>, tensor<32x32xi32>
+  kiln.store %q, %d2 : tensor<32x32x!kiln.ptr<f32>>
+  return
+}
+
+// -----
+
+// A ring still read after the second one is allocated (its tile is a
+// product operand after the second ring's copies) keeps its own bytes.
+// CHECK: llvm.mlir.global external constant @kiln_smem_bytes(12288 : i32)
+// CHECK-LABEL: gpu.func @test_rings_overlap
+func.func @test_rings_overlap(%a: !kiln.ptr<f16>, %c: !kiln.ptr<f32>) attributes {kiln.kernel} {
+  %c0 = arith.constant 0 : i32
+  %r = kiln.make_range 0 to 32 : tensor<32xi32>
+  %row = kiln.expand_dims %r {axis = 1 : i32} : tensor<32xi32> -> tensor<32x1xi32>
+  %col = kiln.expand_dims %r {axis = 0 : i32} : tensor<32xi32> -> tensor<1x32xi32>
+  %c32 = arith.constant dense<32> : tensor<32x1xi32>
+  %rows = arith.muli %row, %c32 : tensor<32x1xi32>
+  %rb = kiln.broadcast %rows : tensor<32x1xi32> -> tensor<32x32xi32>
+  %cb = kiln.broadcast %col : tensor<1x32xi32> -> tensor<32x32xi32>
+  %off = arith.addi %rb, %cb : tensor<32x32xi32>
+  %pa = kiln.splat %a : tensor<32x32x!kiln.ptr<f16>>
+  %p = kiln.addptr %pa, %off : tensor<32x32x!kiln.ptr<f16>>, tensor<32x32xi32>
+  %zero = arith.constant dense<0.0> : tensor<32x32xf32>
+  %ring = kiln.local_alloc : !kiln.shared<2x32x32xf16>
+  kiln.async_copy %p, %ring[%c0] : tensor<32x32x!kiln.ptr<f16>>, !kiln.shared<2x32x32xf16>
+  kiln.async_commit
+  kiln.async_wait {pending = 0 : i32}
+  %t = kiln.local_load %ring[%c0] : !kiln.shared<2x32x32xf16> -> tensor<32x32xf16>
+  %d = kiln.dot %t, %t, %zero : tensor<32x32xf16>, tensor<32x32xf16> -> tensor<32x32xf32>
+  %ring2 = kiln.local_alloc : !kiln.shared<2x32x32xf16>
+  kiln.async_copy %p, %ring2[%c0] : tensor<32x32x!kiln.ptr<f16>>, !kiln.shared<2x32x32xf16>
+  kiln.async_commit
+  kiln.async_wait {pending = 0 : i32}
+  %t2 = kiln.local_load %ring2[%c0] : !kiln.shared<2x32x32xf16> -> tensor<32x32xf16>
+  %d2 = kiln.dot %t, %t2, %d : tensor<32x32xf16>, tensor<32x32xf16> -> tensor<32x32xf32>
+  %pc = kiln.splat %c : tensor<32x32x!kiln.ptr<f32>>
+  %q = kiln.addptr %pc, %off : tensor<32x32x!kiln.ptr<f32>>, tensor<32x32xi32>
+  kiln.store %q, %d2 : tensor<32x32x!kiln.ptr<f32>>
+  return
+}
+
+// -----
+
 // An atomic add runs once per program: every thread fences its stores, then
 // thread 0 adds (acquire-release, GPU scope) and shares the old value
 // through shared memory; a second fence orders the threads' later loads.

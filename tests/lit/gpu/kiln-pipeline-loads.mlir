@@ -149,3 +149,84 @@ func.func @test_one_stage(%a: !kiln.ptr<f16>, %K: i32) -> tensor<16x16xf32> {
   }
   return %res : tensor<16x16xf32>
 }
+
+// -----
+
+// A product operand loaded before the loops that use it (attention's
+// queries) is copied once into a one-buffer ring, read in place by every
+// product; it is waited for just before the first loop, with the copies of
+// that loop's first stages still in flight.
+// CHECK-LABEL: func.func @test_invariant_operand
+// CHECK: %[[Q:.*]] = kiln.local_alloc : <1x16x16xf16>
+// CHECK: kiln.async_copy %{{.*}}, %[[Q]][%c0_i32], %{{.*}}
+// CHECK-NEXT: kiln.async_commit
+// CHECK-NOT: kiln.load
+// CHECK: kiln.async_commit
+// CHECK: kiln.async_commit
+// CHECK-NEXT: kiln.async_wait {pending = 2 : i32}
+// CHECK-NEXT: %[[QT:.*]] = kiln.local_load %[[Q]][%c0_i32] : <1x16x16xf16> -> tensor<16x16xf16>
+// CHECK-NEXT: scf.for
+// CHECK: kiln.dot %[[QT]]
+// CHECK: scf.for
+// CHECK: kiln.dot %[[QT]]
+func.func @test_invariant_operand(%a: !kiln.ptr<f16>, %q: !kiln.ptr<f16>, %K: i32, %n: i32) -> tensor<16x16xf32> {
+  %c0 = arith.constant 0 : i32
+  %c16 = arith.constant 16 : i32
+  %zero = arith.constant dense<0.0> : tensor<16x16xf32>
+  %r = kiln.make_range 0 to 16 : tensor<16xi32>
+  %row = kiln.expand_dims %r {axis = 1 : i32} : tensor<16xi32> -> tensor<16x1xi32>
+  %rowb = kiln.broadcast %row : tensor<16x1xi32> -> tensor<16x16xi32>
+  %ns = kiln.splat %n : tensor<16x16xi32>
+  %qm = arith.cmpi slt, %rowb, %ns : tensor<16x16xi32>
+  %pq = kiln.splat %q : tensor<16x16x!kiln.ptr<f16>>
+  %pqo = kiln.addptr %pq, %rowb : tensor<16x16x!kiln.ptr<f16>>, tensor<16x16xi32>
+  %qt = kiln.load %pqo, %qm : tensor<16x16x!kiln.ptr<f16>>
+  %pa = kiln.splat %a : tensor<16x16x!kiln.ptr<f16>>
+  %first = scf.for %k = %c0 to %K step %c16 iter_args(%acc = %zero) -> (tensor<16x16xf32>) : i32 {
+    %ks = kiln.splat %k : tensor<16x16xi32>
+    %off = arith.addi %rowb, %ks : tensor<16x16xi32>
+    %p = kiln.addptr %pa, %off : tensor<16x16x!kiln.ptr<f16>>, tensor<16x16xi32>
+    %t = kiln.load %p : tensor<16x16x!kiln.ptr<f16>>
+    %d = kiln.dot %qt, %t, %acc : tensor<16x16xf16>, tensor<16x16xf16> -> tensor<16x16xf32>
+    scf.yield %d : tensor<16x16xf32>
+  }
+  %second = scf.for %k = %K to %n step %c16 iter_args(%acc = %first) -> (tensor<16x16xf32>) : i32 {
+    %ks = kiln.splat %k : tensor<16x16xi32>
+    %off = arith.addi %rowb, %ks : tensor<16x16xi32>
+    %p = kiln.addptr %pa, %off : tensor<16x16x!kiln.ptr<f16>>, tensor<16x16xi32>
+    %t = kiln.load %p : tensor<16x16x!kiln.ptr<f16>>
+    %d = kiln.dot %qt, %t, %acc : tensor<16x16xf16>, tensor<16x16xf16> -> tensor<16x16xf32>
+    scf.yield %d : tensor<16x16xf32>
+  }
+  return %second : tensor<16x16xf32>
+}
+
+// -----
+
+// A tile loaded before the loop but also used after it stays a load.
+// CHECK-LABEL: func.func @test_invariant_used_outside
+// CHECK: kiln.load %{{.*}} : tensor<16x16x!kiln.ptr<f16>>
+// CHECK-NOT: <1x16x16xf16>
+// CHECK: scf.for
+func.func @test_invariant_used_outside(%a: !kiln.ptr<f16>, %q: !kiln.ptr<f16>, %K: i32) -> tensor<16x16xf32> {
+  %c0 = arith.constant 0 : i32
+  %c16 = arith.constant 16 : i32
+  %zero = arith.constant dense<0.0> : tensor<16x16xf32>
+  %r = kiln.make_range 0 to 16 : tensor<16xi32>
+  %row = kiln.expand_dims %r {axis = 1 : i32} : tensor<16xi32> -> tensor<16x1xi32>
+  %rowb = kiln.broadcast %row : tensor<16x1xi32> -> tensor<16x16xi32>
+  %pq = kiln.splat %q : tensor<16x16x!kiln.ptr<f16>>
+  %pqo = kiln.addptr %pq, %rowb : tensor<16x16x!kiln.ptr<f16>>, tensor<16x16xi32>
+  %qt = kiln.load %pqo : tensor<16x16x!kiln.ptr<f16>>
+  %pa = kiln.splat %a : tensor<16x16x!kiln.ptr<f16>>
+  %res = scf.for %k = %c0 to %K step %c16 iter_args(%acc = %zero) -> (tensor<16x16xf32>) : i32 {
+    %ks = kiln.splat %k : tensor<16x16xi32>
+    %off = arith.addi %rowb, %ks : tensor<16x16xi32>
+    %p = kiln.addptr %pa, %off : tensor<16x16x!kiln.ptr<f16>>, tensor<16x16xi32>
+    %t = kiln.load %p : tensor<16x16x!kiln.ptr<f16>>
+    %d = kiln.dot %qt, %t, %acc : tensor<16x16xf16>, tensor<16x16xf16> -> tensor<16x16xf32>
+    scf.yield %d : tensor<16x16xf32>
+  }
+  %again = kiln.dot %qt, %qt, %res : tensor<16x16xf16>, tensor<16x16xf16> -> tensor<16x16xf32>
+  return %again : tensor<16x16xf32>
+}

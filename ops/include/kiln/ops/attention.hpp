@@ -22,9 +22,15 @@ inline constexpr float kMaskedScore = -1e30f;
 /// sequence b owns rows start[b] .. start[b] + len[b] - 1 of `qkv` and `out`,
 /// at positions 0 .. len[b] - 1, and its keys are already in its cache.
 /// Each query attends causally, flash style (online softmax over BN-key
-/// blocks, never materialising the scores). Grid: (cdiv(max len, BM), H, B).
+/// blocks, never materialising the scores), with `scale` > 0. The key blocks
+/// wholly below the diagonal (keys < qb * BM, before every query of the
+/// block) need no mask and take a loop of their own; only the BM / BN blocks
+/// on the diagonal are masked. Scores go through exp2 with the scale and
+/// log2(e) folded into one multiply-add per score (FlashAttention's form).
+/// Grid: (cdiv(max len, BM), H, B).
 template <class T, int BM_, int BN_, int D_> struct AttentionPrefill {
   static constexpr int BM = BM_, BN = BN_, D = D_;
+  static_assert(BM_ % BN_ == 0, "the diagonal starts on a key block");
   void operator()(Ptr<T> qkv, Ptr<T> kc, Ptr<T> vc, Ptr<T> out, Ptr<i32> start, Ptr<i32> length,
                   I32 C, I32 Tmax, F32 scale) const {
     auto qb = program_id(0), h = program_id(1), b = program_id(2);
@@ -36,25 +42,35 @@ template <class T, int BM_, int BN_, int D_> struct AttentionPrefill {
     auto q = load(qkv + (first + rows) * (3 * C) + h * D + dcol, rows < len, 0); // (BM, D)
     auto kbase = kc + b * Tmax * C + h * D;
     auto vbase = vc + b * Tmax * C + h * D;
+    auto c = scale * F32(1.44269504088896340736f); // scale * log2(e)
+    using State = std::tuple<Tile<f32, BM>, Tile<f32, BM>, Tile<f32, BM, D>>;
+    // One key block: m is the running maximum of the raw scores, l the sum
+    // of 2^((s - m) c), acc the unnormalised output.
+    auto block = [&](bool diagonal) {
+      return [&, diagonal](I32 n0, Tile<f32, BM> m, Tile<f32, BM> l, Tile<f32, BM, D> acc) -> State {
+        auto rn = n0 + arange<BN>();
+        auto kcol = expand_dims<0>(rn); // (1, BN)
+        auto krow = expand_dims<1>(rn); // (BN, 1)
+        Tile<T, BN, D> k = diagonal ? load(kbase + krow * C + dcol, krow < len, 0) : load(kbase + krow * C + dcol);
+        auto s = dot(q, trans(k)); // (BM, BN)
+        if (diagonal)
+          s = where((kcol <= rows) & (kcol < len), s, kMaskedScore);
+        auto m_new = maximum(m, max<1>(s));
+        auto p = exp2(s * c - expand_dims<1>(m_new * c));
+        auto alpha = exp2((m - m_new) * c);
+        Tile<T, BN, D> v = diagonal ? load(vbase + krow * C + dcol, krow < len, 0) : load(vbase + krow * C + dcol);
+        auto acc_new = acc * expand_dims<1>(alpha) + dot(cast<T>(p), v);
+        return {m_new, l * alpha + sum<1>(p), acc_new};
+      };
+    };
     // Causal: keys past the block's last query are never needed (none at all
     // for blocks past the prompt).
-    auto hi = where(qb * BM < len, minimum(len, (qb + 1) * BM), I32(0));
-    auto init = std::tuple{full<f32, BM>(kMaskedScore), zeros<f32, BM>(), zeros<f32, BM, D>()};
-    auto [m, l, acc] = for_range(
-        0, hi, BN, init, [&](I32 n0, Tile<f32, BM> m, Tile<f32, BM> l, Tile<f32, BM, D> acc) {
-          auto rn = n0 + arange<BN>();
-          auto kcol = expand_dims<0>(rn);                           // (1, BN)
-          auto krow = expand_dims<1>(rn);                           // (BN, 1)
-          auto k = load(kbase + krow * C + dcol, krow < len, 0);    // (BN, D): cache rows
-          auto s = dot(q, trans(k)) * scale;                        // (BM, BN)
-          s = where((kcol <= rows) & (kcol < len), s, kMaskedScore);
-          auto m_new = maximum(m, max<1>(s));
-          auto p = exp(s - expand_dims<1>(m_new));
-          auto alpha = exp(m - m_new);
-          auto v = load(vbase + krow * C + dcol, krow < len, 0); // (BN, D)
-          auto acc_new = acc * expand_dims<1>(alpha) + dot(cast<T>(p), v);
-          return std::tuple{m_new, l * alpha + sum<1>(p), acc_new};
-        });
+    auto inPrompt = qb * BM < len;
+    auto below = where(inPrompt, qb * BM, I32(0));
+    auto hi = where(inPrompt, minimum(len, (qb + 1) * BM), I32(0));
+    State init{full<f32, BM>(kMaskedScore), zeros<f32, BM>(), zeros<f32, BM, D>()};
+    auto [m0, l0, acc0] = for_range(0, below, BN, init, block(false));
+    auto [m, l, acc] = for_range(below, hi, BN, State{m0, l0, acc0}, block(true));
     (void)m;
     store(out + (first + rows) * C + h * D + dcol, cast<T>(acc / expand_dims<1>(l)), rows < len);
   }
