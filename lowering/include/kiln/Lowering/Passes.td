@@ -91,6 +91,13 @@ def KilnPipelineLoads : Pass<"kiln-pipeline-loads", "mlir::ModuleOp"> {
     mask: TMA writes zeros outside them. Only loops not nested in another
     loop are rewritten so.
 
+    A 2-D `kiln.load` before the loop, in its block, whose every use is a
+    `kiln.dot` operand inside this loop or later loops of the block (the
+    queries of attention) is copied once into a one-buffer ring and read in
+    place by every product, instead of being staged in scratch memory by
+    each iteration; it is waited for just before the loop
+    (`kiln.async_wait` with the ring's first copies still pending).
+
     Before:
     ```mlir
     scf.for %k = %lb to %ub step %s iter_args(%acc = %0) {
