@@ -774,14 +774,15 @@ TEST_CASE_TEMPLATE("trans: a @ b^T, a^T, and rows of a product reduced and broad
   check(dcentred.fetch(), wantC, 20 * tol, tol);
 }
 
-TEST_CASE_TEMPLATE("prefill attention matches causal softmax attention", T, float, half) {
-  using D = std::conditional_t<std::is_same_v<T, float>, f32, f16>;
+template <class T, bool CAUSAL> void check_prefill_attention() {
+  using D = std::conditional_t<std::is_same_v<T, float>, f32,
+                               std::conditional_t<std::is_same_v<T, half>, f16, bf16>>;
   constexpr int HD = 64;
   // 64 query rows on 4 warps, and 128 on 8 (two warpgroups on sm_90a).
   CompileOptions w8;
   w8.num_warps = 8;
-  auto k64 = compile<ops::AttentionPrefill<D, 64, 64, HD>>(kCpu);
-  auto k128 = compile<ops::AttentionPrefill<D, 128, 64, HD>>(kCpu, w8);
+  auto k64 = compile<ops::AttentionPrefill<D, 64, 64, HD, CAUSAL>>(kCpu);
+  auto k128 = compile<ops::AttentionPrefill<D, 128, 64, HD, CAUSAL>>(kCpu, w8);
   const int B = 2, H = 2, C = H * HD, Tmax = 160;
   std::vector<int32_t> start{0, 70}, length{70, 130};
   const int rows = 200;
@@ -810,7 +811,8 @@ TEST_CASE_TEMPLATE("prefill attention matches causal softmax attention", T, floa
         };
         std::vector<double> sc;
         double top = -1e300, z = 0;
-        for (int j = 0; j <= i; ++j) {
+        const int last = CAUSAL ? i : length[b] - 1;
+        for (int j = 0; j <= last; ++j) {
           double s = 0;
           for (int d = 0; d < HD; ++d)
             s += at(i, 0, d) * at(j, 1, d);
@@ -821,12 +823,12 @@ TEST_CASE_TEMPLATE("prefill attention matches causal softmax attention", T, floa
           z += std::exp(s - top);
         for (int d = 0; d < HD; ++d) {
           double o = 0;
-          for (int j = 0; j <= i; ++j)
+          for (int j = 0; j <= last; ++j)
             o += std::exp(sc[std::size_t(j)] - top) / z * at(j, 2, d);
           want[std::size_t(start[b] + i) * C + h * HD + d] = o;
         }
       }
-  double tol = std::is_same_v<T, half> ? 1e-2 : 1e-5;
+  double tol = std::is_same_v<T, half> ? 1e-2 : std::is_same_v<T, bfloat16> ? 4e-2 : 1e-5;
   auto run = [&](const auto &k, int bm) {
     std::vector<T> out(std::size_t(rows) * C, T(-7.f));
     Mem dout(out);
@@ -836,4 +838,13 @@ TEST_CASE_TEMPLATE("prefill attention matches causal softmax attention", T, floa
   };
   run(k64, 64);
   run(k128, 128);
+}
+
+TEST_CASE_TEMPLATE("prefill attention matches causal softmax attention", T, float, half, bfloat16) {
+  check_prefill_attention<T, true>();
+}
+
+TEST_CASE_TEMPLATE("prefill attention without the causal mask attends to every key", T, float, half) {
+  // Lengths 70 and 130: whole key blocks unmasked, then a partial one.
+  check_prefill_attention<T, false>();
 }

@@ -115,6 +115,7 @@ TEST_CASE("GPT-2 kernels") {
   check_kernel<ops::MatmulBiasResidual<f16, 32, 32, 32>>("mma.sync.aligned.m16n8k16");
   // Prefill attention: wgmma on sm_90a (see the attention test below).
   check_kernel<ops::AttentionPrefill<f16, 64, 64, 64>>();
+  check_kernel<ops::AttentionPrefill<f16, 64, 64, 64, /*CAUSAL=*/false>>();
   // The merge: one atomic per program between GPU-scope fences.
   auto attn = check_kernel<ops::AttentionDecode<f16, 64, 64, 64, 32>>("atom.global.add.u32");
   CHECK(attn.find("fence.acq_rel.gpu") != std::string::npos);

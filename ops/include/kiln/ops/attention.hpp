@@ -11,6 +11,7 @@
 #include "kiln/kiln.hpp"
 
 #include <tuple>
+#include <utility>
 
 namespace kiln::ops {
 
@@ -21,16 +22,18 @@ inline constexpr float kMaskedScore = -1e30f;
 /// Prefill of a batch of prompts whose rows are packed one after another:
 /// sequence b owns rows start[b] .. start[b] + len[b] - 1 of `qkv` and `out`,
 /// at positions 0 .. len[b] - 1, and its keys are already in its cache.
-/// Each query attends causally, flash style (online softmax over BN-key
-/// blocks, never materialising the scores), with `scale` > 0. The key blocks
-/// wholly below the diagonal (keys < qb * BM, before every query of the
-/// block) need no mask and take a loop of their own; only the BM / BN blocks
-/// on the diagonal are masked. Scores go through exp2 with the scale and
-/// log2(e) folded into one multiply-add per score (FlashAttention's form).
-/// Grid: (cdiv(max len, BM), H, B).
-template <class T, int BM_, int BN_, int D_> struct AttentionPrefill {
+/// Each query attends, flash style (online softmax over BN-key blocks, never
+/// materialising the scores), with `scale` > 0, to the keys at or before its
+/// position (CAUSAL) or to all len[b] keys of its sequence. Key blocks that
+/// need no mask take a loop of their own: causally those wholly below the
+/// diagonal (keys < qb * BM, before every query of the block), so only the
+/// BM / BN blocks on the diagonal are masked; otherwise every whole block,
+/// and the last, partial one is masked. Scores go through exp2 with the scale
+/// and log2(e) folded into one multiply-add per score (FlashAttention's
+/// form). Grid: (cdiv(max len, BM), H, B).
+template <class T, int BM_, int BN_, int D_, bool CAUSAL = true> struct AttentionPrefill {
   static constexpr int BM = BM_, BN = BN_, D = D_;
-  static_assert(BM_ % BN_ == 0, "the diagonal starts on a key block");
+  static_assert(!CAUSAL || BM_ % BN_ == 0, "the diagonal starts on a key block");
   void operator()(Ptr<T> qkv, Ptr<T> kc, Ptr<T> vc, Ptr<T> out, Ptr<i32> start, Ptr<i32> length,
                   I32 C, I32 Tmax, F32 scale) const {
     auto qb = program_id(0), h = program_id(1), b = program_id(2);
@@ -53,8 +56,10 @@ template <class T, int BM_, int BN_, int D_> struct AttentionPrefill {
         auto krow = expand_dims<1>(rn); // (BN, 1)
         Tile<T, BN, D> k = diagonal ? load(kbase + krow * C + dcol, krow < len, 0) : load(kbase + krow * C + dcol);
         auto s = dot(q, trans(k)); // (BM, BN)
-        if (diagonal)
+        if (diagonal && CAUSAL)
           s = where((kcol <= rows) & (kcol < len), s, kMaskedScore);
+        else if (diagonal)
+          s = where(kcol < len, s, kMaskedScore);
         auto m_new = maximum(m, max<1>(s));
         auto p = exp2(s * c - expand_dims<1>(m_new * c));
         auto alpha = exp2((m - m_new) * c);
@@ -63,11 +68,15 @@ template <class T, int BM_, int BN_, int D_> struct AttentionPrefill {
         return {m_new, l * alpha + sum<1>(p), acc_new};
       };
     };
-    // Causal: keys past the block's last query are never needed (none at all
-    // for blocks past the prompt).
+    // Causal: keys past the block's last query are never needed. No keys at
+    // all for blocks past the prompt.
     auto inPrompt = qb * BM < len;
-    auto below = where(inPrompt, qb * BM, I32(0));
-    auto hi = where(inPrompt, minimum(len, (qb + 1) * BM), I32(0));
+    auto [below, hi] = [&] {
+      if constexpr (CAUSAL)
+        return std::pair{where(inPrompt, qb * BM, I32(0)), where(inPrompt, minimum(len, (qb + 1) * BM), I32(0))};
+      else
+        return std::pair{where(inPrompt, len / BN * BN, I32(0)), where(inPrompt, len, I32(0))};
+    }();
     State init{full<f32, BM>(kMaskedScore), zeros<f32, BM>(), zeros<f32, BM, D>()};
     auto [m0, l0, acc0] = for_range(0, below, BN, init, block(false));
     auto [m, l, acc] = for_range(below, hi, BN, State{m0, l0, acc0}, block(true));
