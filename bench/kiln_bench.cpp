@@ -188,7 +188,7 @@ template <template <class, int, int, int> class Op> void BM_prefill(benchmark::S
 /// S tokens each, packed (qkv: (B*S, 3*H*D)), keys and values read from the
 /// per-sequence caches (B, S, H*D). TFLOP/s counts the causal half of
 /// Q K^T and P V (2 * 2 * B * H * S * S * D / 2).
-template <int D, int BM = 64, int WARPS = 4> void BM_attention_prefill(benchmark::State &state) {
+template <int D, int BM = 64, int WARPS = 4, int STAGES = 2> void BM_attention_prefill(benchmark::State &state) {
   int B = int(state.range(0)), H = int(state.range(1)), S = int(state.range(2)), C = H * D;
   auto qkv = random_device<kiln::half>(std::size_t(B) * S * 3 * C);
   auto kc = random_device<kiln::half>(std::size_t(B) * S * C);
@@ -200,6 +200,7 @@ template <int D, int BM = 64, int WARPS = 4> void BM_attention_prefill(benchmark
   cuda::DeviceBuffer<int> d_start(start), d_length(length);
   CompileOptions options;
   options.num_warps = WARPS;
+  options.num_stages = STAGES;
   auto k = compile<ops::AttentionPrefill<f16, BM, 64, D>>(gpu(), options);
   Grid grid(ceil_div(S, BM), H, B);
   float scale = 1.0f / std::sqrt(float(D));
@@ -311,6 +312,8 @@ BENCHMARK(BM_attention_prefill<64>)->Args({8, 12, 1024})->UseManualTime()->Unit(
 BENCHMARK(BM_attention_prefill<128>)->Args({4, 16, 4096})->UseManualTime()->Unit(benchmark::kMicrosecond)->Iterations(1);
 BENCHMARK(BM_attention_prefill<64, 128, 8>)->Args({8, 12, 1024})->UseManualTime()->Unit(benchmark::kMicrosecond)->Iterations(1);
 BENCHMARK(BM_attention_prefill<128, 128, 8>)->Args({4, 16, 4096})->UseManualTime()->Unit(benchmark::kMicrosecond)->Iterations(1);
+BENCHMARK(BM_attention_prefill<64, 128, 8, 3>)->Args({8, 12, 1024})->UseManualTime()->Unit(benchmark::kMicrosecond)->Iterations(1);
+BENCHMARK(BM_attention_prefill<128, 128, 8, 3>)->Args({4, 16, 4096})->UseManualTime()->Unit(benchmark::kMicrosecond)->Iterations(1);
 BENCHMARK(BM_decode_mlp)->Args({1, 768, 3072})->Args({64, 768, 3072})
     ->UseManualTime()->Unit(benchmark::kMicrosecond)->Iterations(1);
 
