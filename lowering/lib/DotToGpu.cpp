@@ -269,8 +269,13 @@ LogicalResult Emitter::emitWgmmaDot(kiln::DotOp dot, const Mma &m) {
   Type f32 = b.getF32Type();
   auto accType = LLVM::LLVMStructType::getLiteral(ctx, SmallVector<Type>(N / 2, f32));
   SmallVector<Value> acc = raw(dot.getAcc());
+  // A zero accumulator is not materialised: the first step ignores it
+  // (scale-d = 0). Zeroed registers would also be one register copied into
+  // every accumulator, which ptxas then treats as shared with the products
+  // still in flight and waits for them.
+  bool zeroAcc = llvm::all_of(acc, [](Value v) { return matchPattern(v, m_AnyZeroFloat()); });
   Value d = LLVM::UndefOp::create(b, loc, accType);
-  for (int64_t j = 0; j < N / 2; ++j)
+  for (int64_t j = 0; j < N / 2 && !zeroAcc; ++j)
     d = LLVM::InsertValueOp::create(b, loc, d, pick(acc, j), ArrayRef<int64_t>{j});
   // A from registers: the fragment at each k0 is accumulator tiles k0 / 8
   // and k0 / 8 + 1 of this warp's 16 rows, as for mma.sync (see
@@ -294,14 +299,16 @@ LogicalResult Emitter::emitWgmmaDot(kiln::DotOp dot, const Mma &m) {
     else // (K x N), N contiguous: MN-major, panels of 64 columns K * 128 bytes apart
       descB = descriptor(arith::AddIOp::create(b, loc, tb.base, i32(k0 * kRowBytes)), kRows * kRowBytes,
                          kGroupBytes);
+    bool accumulate = k0 > 0 || !zeroAcc;
     if (aInRegisters) {
-      d = wgmmaRegisterA(d, aFrags[k0 / 16], descB, N, in, /*transposeB=*/!tb.transposed);
+      d = wgmmaRegisterA(d, aFrags[k0 / 16], descB, N, in, /*transposeB=*/!tb.transposed, accumulate);
       continue;
     }
     Value descA = descriptor(arith::AddIOp::create(b, loc, aGroup, i32(kMajor(M, 0, k0))), 16, kGroupBytes);
     d = NVVM::WgmmaMmaAsyncOp::create(
         b, loc, accType, d, descA, descB, NVVM::MMAShapeAttr::get(ctx, 64, int(N), 16), type, type,
-        NVVM::WGMMATypes::f32, NVVM::WGMMAScaleOut::one, NVVM::WGMMAScaleIn::one, NVVM::WGMMAScaleIn::one,
+        NVVM::WGMMATypes::f32, accumulate ? NVVM::WGMMAScaleOut::one : NVVM::WGMMAScaleOut::zero,
+        NVVM::WGMMAScaleIn::one, NVVM::WGMMAScaleIn::one,
         NVVM::MMALayout::row, tb.transposed ? NVVM::MMALayout::col : NVVM::MMALayout::row,
         NVVM::MMAIntOverflowAttr());
   }
@@ -319,12 +326,14 @@ LogicalResult Emitter::emitWgmmaDot(kiln::DotOp dot, const Mma &m) {
 }
 
 Value Emitter::wgmmaRegisterA(Value acc, ArrayRef<Value> aFrag, Value descB, int64_t N, Type in,
-                              bool transposeB) {
+                              bool transposeB, bool accumulate) {
   // nvvm.wgmma.mma_async takes A from shared memory only: the register form
   // is written out, its accumulator registers tied in and out.
   auto accType = cast<LLVM::LLVMStructType>(acc.getType());
   int64_t n = N / 2;
-  std::string text = "{\n.reg .pred p;\nsetp.ne.b32 p, 1, 0;\nwgmma.mma_async.sync.aligned.m64n" +
+  // p is scale-d: whether the product adds to the accumulator's registers.
+  std::string text = std::string("{\n.reg .pred p;\nsetp.ne.b32 p, ") + (accumulate ? "1" : "0") +
+                     ", 0;\nwgmma.mma_async.sync.aligned.m64n" +
                      std::to_string(N) + "k16.f32." + (in.isF16() ? "f16.f16" : "bf16.bf16") + " {";
   for (int64_t j = 0; j < n; ++j)
     text += (j ? ", $" : "$") + std::to_string(j);

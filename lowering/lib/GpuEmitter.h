@@ -712,7 +712,8 @@ public:
   LogicalResult emitWgmmaDot(kiln::DotOp dot, const Mma &m);
   /// One wgmma m64nNk16 with A from registers (four b32 fragments) and B
   /// from shared memory: the next value of accumulator struct `acc`.
-  Value wgmmaRegisterA(Value acc, ArrayRef<Value> aFrag, Value descB, int64_t N, Type in, bool transposeB);
+  Value wgmmaRegisterA(Value acc, ArrayRef<Value> aFrag, Value descB, int64_t N, Type in, bool transposeB,
+                       bool accumulate);
   /// kiln.dot_wait: wgmma.wait_group, then a barrier for `sync`.
   LogicalResult emitDotWait(kiln::DotWaitOp op);
 };

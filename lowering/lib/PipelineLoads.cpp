@@ -279,23 +279,29 @@ struct PipelineLoadsPass : kiln::impl::KilnPipelineLoadsBase<PipelineLoadsPass> 
     auto [staged, reads] = stageInvariantOperands(loop);
     ringPipeline(loop);
     if (staged) {
-      // Wait for the staged operands just before the loop, leaving the
-      // copies committed after them (the ring's first stages) in flight:
-      // groups complete in order.
+      // Wait for the staged operands just before the loop, or before a
+      // product ahead of it that reads them too (a software-pipelined
+      // loop's first step), leaving the copies committed after them (the
+      // ring's first stages) in flight: groups complete in order.
+      Operation *until = loop;
+      for (Operation *read : reads)
+        for (Operation *user : read->getUsers())
+          if (Operation *top = loop->getBlock()->findAncestorOpInBlock(*user); top && top->isBeforeInBlock(until))
+            until = top;
       int32_t later = 0;
-      for (Operation *op = staged->getNextNode(); op != loop.getOperation(); op = op->getNextNode())
+      for (Operation *op = staged->getNextNode(); op != until; op = op->getNextNode())
         later += isa<kiln::AsyncCommitOp>(op);
-      OpBuilder b(loop);
+      OpBuilder b(until);
       kiln::AsyncWaitOp::create(b, loop.getLoc(), b.getI32IntegerAttr(later));
       for (Operation *read : reads) // read after the wait (into registers, if not by tensor cores)
-        read->moveBefore(loop);
+        read->moveBefore(until);
     }
     return registerPrefetch(loop);
   }
 
   /// Loads in the loop's block, before it, whose every use is a product
-  /// operand inside this loop or later loops of the block (attention's
-  /// queries): copied once into a
+  /// operand inside this loop or later loops of the block, or of a product
+  /// between the load and the loop (attention's queries): copied once into a
   /// one-buffer ring where the products read them in place, instead of
   /// being staged for every iteration. Returns the commit that closes their
   /// copies (null when there are none) and the reads of the buffers.
@@ -312,13 +318,21 @@ struct PipelineLoadsPass : kiln::impl::KilnPipelineLoadsBase<PipelineLoadsPass> 
       }
       auto tile = dyn_cast<RankedTensorType>(load.getType());
       // Used in this loop and perhaps in later loops of the block (the
-      // copy is waited for before this one).
+      // copy is waited for before this one), or by products between the
+      // load and the loop (the copy is waited for before the first).
       bool inLoops = llvm::all_of(load->getUsers(), [&](Operation *user) {
         Operation *top = loop->getBlock()->findAncestorOpInBlock(*user);
-        return top && isa<scf::ForOp>(top) && !top->isBeforeInBlock(loop);
+        return top && ((isa<scf::ForOp>(top) && !top->isBeforeInBlock(loop)) ||
+                       top->isBeforeInBlock(loop)); // a product (feedsOnlyDots), perhaps through trans
       });
+      // Used in this loop, or only by the products ahead of it (the keys
+      // of a software-pipelined loop's first step, read in place too).
       bool here = llvm::any_of(load->getUsers(), [&](Operation *user) { return loop->isAncestor(user); });
-      if (tile && tile.getRank() == 2 && feedsOnlyDots(load) && inLoops && here)
+      bool ahead = llvm::all_of(load->getUsers(), [&](Operation *user) {
+        Operation *top = loop->getBlock()->findAncestorOpInBlock(*user);
+        return top && top->isBeforeInBlock(loop);
+      });
+      if (tile && tile.getRank() == 2 && feedsOnlyDots(load) && inLoops && (here || ahead))
         loads.push_back(load);
     }
     if (loads.empty())

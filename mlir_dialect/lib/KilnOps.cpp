@@ -218,6 +218,38 @@ LogicalResult AsyncCopyOp::verify() {
   return success();
 }
 
+namespace {
+/// addf(x, dot(a, b, 0)) -> dot(a, b, x), when the product has no other use:
+/// the product accumulates onto x instead of being added to it afterwards
+/// (attention's acc * alpha + P V), which saves the zeroed accumulator and
+/// one add per element.
+struct AccumulateIntoDot : OpRewritePattern<arith::AddFOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(arith::AddFOp add, PatternRewriter &rewriter) const override {
+    for (auto [x, y] : {std::pair{add.getLhs(), add.getRhs()}, std::pair{add.getRhs(), add.getLhs()}}) {
+      auto dot = y.getDefiningOp<DotOp>();
+      if (!dot || dot.getAsync() || !dot->hasOneUse() || x.getType() != dot.getType() ||
+          !matchPattern(dot.getAcc(), m_AnyZeroFloat()))
+        continue;
+      if (!dot->getBlock() || dot->getBlock() != add->getBlock())
+        continue;
+      // x is defined before the add: when after the product, the product
+      // moves down to the add (its operands are defined before it already).
+      if (Operation *def = x.getDefiningOp(); def && def->getBlock() == dot->getBlock() && dot->isBeforeInBlock(def))
+        rewriter.moveOpBefore(dot, add);
+      rewriter.modifyOpInPlace(dot, [&] { dot.getAccMutable().assign(x); });
+      rewriter.replaceOp(add, dot.getResult());
+      return success();
+    }
+    return failure();
+  }
+};
+} // namespace
+
+void DotOp::getCanonicalizationPatterns(RewritePatternSet &results, MLIRContext *context) {
+  results.add<AccumulateIntoDot>(context);
+}
+
 LogicalResult DotOp::verify() {
   auto a = getA().getType(), b = getB().getType(), acc = getAcc().getType();
   if (a.getRank() != 2 || b.getRank() != 2 || acc.getRank() != 2)

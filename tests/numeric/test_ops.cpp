@@ -774,10 +774,9 @@ TEST_CASE_TEMPLATE("trans: a @ b^T, a^T, and rows of a product reduced and broad
   check(dcentred.fetch(), wantC, 20 * tol, tol);
 }
 
-template <class T, bool CAUSAL> void check_prefill_attention() {
+template <class T, bool CAUSAL, int HD = 64> void check_prefill_attention() {
   using D = std::conditional_t<std::is_same_v<T, float>, f32,
                                std::conditional_t<std::is_same_v<T, half>, f16, bf16>>;
-  constexpr int HD = 64;
   // 64 query rows on 4 warps, and 128 on 8 (two warpgroups on sm_90a).
   CompileOptions w8;
   w8.num_warps = 8;
@@ -847,4 +846,10 @@ TEST_CASE_TEMPLATE("prefill attention matches causal softmax attention", T, floa
 TEST_CASE_TEMPLATE("prefill attention without the causal mask attends to every key", T, float, half) {
   // Lengths 70 and 130: whole key blocks unmasked, then a partial one.
   check_prefill_attention<T, false>();
+}
+
+// 16-bit only: f32 tiles of 128-wide heads exceed a GPU's shared memory.
+TEST_CASE_TEMPLATE("prefill attention with 128-wide heads", T, half, bfloat16) {
+  check_prefill_attention<T, true, 128>();
+  check_prefill_attention<T, false, 128>();
 }

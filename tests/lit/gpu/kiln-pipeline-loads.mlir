@@ -230,3 +230,49 @@ func.func @test_invariant_used_outside(%a: !kiln.ptr<f16>, %q: !kiln.ptr<f16>, %
   %again = kiln.dot %qt, %qt, %res : tensor<16x16xf16>, tensor<16x16xf16> -> tensor<16x16xf32>
   return %again : tensor<16x16xf32>
 }
+
+// -----
+
+// A product before the loop that reads the same operand (a software-
+// pipelined loop's first step) reads the one copy too, and its other
+// operand, used by it alone, is copied once as well: the copies are waited
+// for before that product.
+// CHECK-LABEL: func.func @test_invariant_used_before
+// CHECK: %[[Q:.*]] = kiln.local_alloc : <1x16x16xf16>
+// CHECK: kiln.async_copy %{{.*}}, %[[Q]][%c0_i32], %{{.*}}
+// CHECK-NEXT: kiln.async_commit
+// CHECK: %[[T:.*]] = kiln.local_alloc : <1x16x16xf16>
+// CHECK: kiln.async_copy %{{.*}}, %[[T]][%c0_i32]
+// CHECK-NEXT: kiln.async_commit
+// CHECK-NOT: kiln.load
+// CHECK: kiln.async_wait {pending = 0 : i32}
+// CHECK-DAG: %[[QT:.*]] = kiln.local_load %[[Q]][%c0_i32] : <1x16x16xf16> -> tensor<16x16xf16>
+// CHECK-DAG: %[[TT:.*]] = kiln.local_load %[[T]][%c0_i32] : <1x16x16xf16> -> tensor<16x16xf16>
+// CHECK: %[[PRE:.*]] = kiln.dot %[[QT]], %[[TT]]
+// CHECK: scf.for {{.*}} iter_args(%{{.*}} = %[[PRE]])
+// CHECK: kiln.dot %[[QT]]
+func.func @test_invariant_used_before(%a: !kiln.ptr<f16>, %q: !kiln.ptr<f16>, %K: i32, %n: i32) -> tensor<16x16xf32> {
+  %c0 = arith.constant 0 : i32
+  %c16 = arith.constant 16 : i32
+  %zero = arith.constant dense<0.0> : tensor<16x16xf32>
+  %r = kiln.make_range 0 to 16 : tensor<16xi32>
+  %row = kiln.expand_dims %r {axis = 1 : i32} : tensor<16xi32> -> tensor<16x1xi32>
+  %rowb = kiln.broadcast %row : tensor<16x1xi32> -> tensor<16x16xi32>
+  %ns = kiln.splat %n : tensor<16x16xi32>
+  %qm = arith.cmpi slt, %rowb, %ns : tensor<16x16xi32>
+  %pq = kiln.splat %q : tensor<16x16x!kiln.ptr<f16>>
+  %pqo = kiln.addptr %pq, %rowb : tensor<16x16x!kiln.ptr<f16>>, tensor<16x16xi32>
+  %qt = kiln.load %pqo, %qm : tensor<16x16x!kiln.ptr<f16>>
+  %pa = kiln.splat %a : tensor<16x16x!kiln.ptr<f16>>
+  %t0 = kiln.load %pa : tensor<16x16x!kiln.ptr<f16>>
+  %pre = kiln.dot %qt, %t0, %zero : tensor<16x16xf16>, tensor<16x16xf16> -> tensor<16x16xf32>
+  %res = scf.for %k = %c0 to %K step %c16 iter_args(%acc = %pre) -> (tensor<16x16xf32>) : i32 {
+    %ks = kiln.splat %k : tensor<16x16xi32>
+    %off = arith.addi %rowb, %ks : tensor<16x16xi32>
+    %p = kiln.addptr %pa, %off : tensor<16x16x!kiln.ptr<f16>>, tensor<16x16xi32>
+    %t = kiln.load %p : tensor<16x16x!kiln.ptr<f16>>
+    %d = kiln.dot %qt, %t, %acc : tensor<16x16xf16>, tensor<16x16xf16> -> tensor<16x16xf32>
+    scf.yield %d : tensor<16x16xf32>
+  }
+  return %res : tensor<16x16xf32>
+}

@@ -111,3 +111,84 @@ module attributes {kiln.num_warps = 8 : i32} {
     return %r : tensor<128x128xf32, #mma>
   }
 }
+
+// -----
+
+// Two products read in place (A from a ring or from registers, B from a
+// ring), each needed only at the end of the iteration: both are issued
+// asynchronously, the element-wise work after each runs while it is in
+// flight, and the waits before the yield count the products issued after
+// theirs.
+// CHECK-LABEL: func.func @test_overlap_following_work
+// CHECK: scf.for
+// CHECK: %[[S:.*]] = kiln.dot %{{.*}}, %{{.*}}, %{{.*}} {async}
+// CHECK-NEXT: math.exp2
+// CHECK: %[[O:.*]] = kiln.dot %{{.*}}, %{{.*}}, %{{.*}} {async}
+// CHECK-NEXT: %[[L:.*]] = arith.addf
+// CHECK-NEXT: %[[WS:.*]] = kiln.dot_wait %[[S]] {pendings = 1 : i32}
+// CHECK-NEXT: %[[WO:.*]] = kiln.dot_wait %[[O]] {pendings = 0 : i32}
+// CHECK-NEXT: scf.yield %[[WO]], %[[WS]], %[[L]]
+#s = #kiln.shared<swizzle = true, transposed = false, warps = 4>
+#st = #kiln.shared<swizzle = true, transposed = true, warps = 4>
+#mma = #kiln.mma<version = 3, warpsM = 4, warpsN = 1>
+#a = #kiln.dot_operand<index = 0, parent = #mma>
+module attributes {kiln.num_warps = 4 : i32} {
+  func.func @test_overlap_following_work(%o0: tensor<64x64xf32, #mma>, %s0: tensor<64x64xf32, #mma>,
+                                         %n: i32) -> tensor<64x64xf32, #mma> attributes {kiln.kernel} {
+    %c0 = arith.constant 0 : i32
+    %c1 = arith.constant 1 : i32
+    %c2 = arith.constant 2 : i32
+    %zero = arith.constant dense<0.0> : tensor<64x64xf32, #mma>
+    %rq = kiln.local_alloc : !kiln.shared<1x64x64xf16>
+    %rk = kiln.local_alloc : !kiln.shared<2x64x64xf16>
+    %rv = kiln.local_alloc : !kiln.shared<2x64x64xf16>
+    %q = kiln.local_load %rq[%c0] : !kiln.shared<1x64x64xf16> -> tensor<64x64xf16, #s>
+    %r:3 = scf.for %i = %c0 to %n step %c1 iter_args(%o = %o0, %sc = %s0, %l = %s0) -> (tensor<64x64xf32, #mma>, tensor<64x64xf32, #mma>, tensor<64x64xf32, #mma>) : i32 {
+      %st = arith.remsi %i, %c2 : i32
+      %k = kiln.local_load %rk[%st] : !kiln.shared<2x64x64xf16> -> tensor<64x64xf16, #s>
+      %kt = kiln.trans %k : tensor<64x64xf16, #s> -> tensor<64x64xf16, #st>
+      %next = kiln.dot %q, %kt, %zero : tensor<64x64xf16, #s>, tensor<64x64xf16, #st> -> tensor<64x64xf32, #mma>
+      %p = math.exp2 %sc : tensor<64x64xf32, #mma>
+      %ph = kiln.cast %p : tensor<64x64xf32, #mma> to tensor<64x64xf16, #mma>
+      %pa = kiln.convert_layout %ph : tensor<64x64xf16, #mma> -> tensor<64x64xf16, #a>
+      %v = kiln.local_load %rv[%st] : !kiln.shared<2x64x64xf16> -> tensor<64x64xf16, #s>
+      %on = kiln.dot %pa, %v, %o : tensor<64x64xf16, #a>, tensor<64x64xf16, #s> -> tensor<64x64xf32, #mma>
+      %ln = arith.addf %l, %p : tensor<64x64xf32, #mma>
+      scf.yield %on, %next, %ln : tensor<64x64xf32, #mma>, tensor<64x64xf32, #mma>, tensor<64x64xf32, #mma>
+    }
+    return %r#0 : tensor<64x64xf32, #mma>
+  }
+}
+
+// -----
+
+// A product whose result is used at once, one whose operand is staged in
+// scratch (a register tile converted to shared memory: the area is reused),
+// and one with a copy into shared memory before its first use stay
+// synchronous.
+// CHECK-LABEL: func.func @test_no_overlap
+// CHECK-NOT: async}
+// CHECK-NOT: kiln.dot_wait
+#s = #kiln.shared<swizzle = true, transposed = false, warps = 4>
+#mma = #kiln.mma<version = 3, warpsM = 4, warpsN = 1>
+#b = #kiln.blocked<vec = 8, warps = 4>
+module attributes {kiln.num_warps = 4 : i32} {
+  func.func @test_no_overlap(%x: tensor<64x64xf16, #b>, %p: tensor<64x64x!kiln.ptr<f16>, #b>,
+                             %acc: tensor<64x64xf32, #mma>) -> (tensor<64x64xf32, #mma>, tensor<64x64xf32, #mma>, tensor<64x64xf32, #mma>) attributes {kiln.kernel} {
+    %c0 = arith.constant 0 : i32
+    %c1 = arith.constant 1 : i32
+    %ring = kiln.local_alloc : !kiln.shared<2x64x64xf16>
+    %q = kiln.local_load %ring[%c1] : !kiln.shared<2x64x64xf16> -> tensor<64x64xf16, #s>
+    %v = kiln.local_load %ring[%c0] : !kiln.shared<2x64x64xf16> -> tensor<64x64xf16, #s>
+    %d0 = kiln.dot %q, %v, %acc : tensor<64x64xf16, #s>, tensor<64x64xf16, #s> -> tensor<64x64xf32, #mma>
+    %e0 = arith.addf %d0, %d0 : tensor<64x64xf32, #mma>
+    %xs = kiln.convert_layout %x : tensor<64x64xf16, #b> -> tensor<64x64xf16, #s>
+    %d1 = kiln.dot %q, %xs, %acc : tensor<64x64xf16, #s>, tensor<64x64xf16, #s> -> tensor<64x64xf32, #mma>
+    %e1 = arith.addf %acc, %acc : tensor<64x64xf32, #mma>
+    %f1 = arith.addf %d1, %e1 : tensor<64x64xf32, #mma>
+    %d2 = kiln.dot %q, %v, %acc : tensor<64x64xf16, #s>, tensor<64x64xf16, #s> -> tensor<64x64xf32, #mma>
+    kiln.async_copy %p, %ring[%c1] : tensor<64x64x!kiln.ptr<f16>, #b>, !kiln.shared<2x64x64xf16>
+    %f2 = arith.addf %d2, %d2 : tensor<64x64xf32, #mma>
+    return %e0, %f1, %f2 : tensor<64x64xf32, #mma>, tensor<64x64xf32, #mma>, tensor<64x64xf32, #mma>
+  }
+}

@@ -442,6 +442,8 @@ def Kiln_DotOp : Kiln_Op<"dot", [Pure, AllTypesMatch<["acc", "result"]>]> {
   let results = (outs Kiln_FloatTile:$result);
   let assemblyFormat = "$a `,` $b `,` $acc attr-dict `:` type($a) `,` type($b) `->` type($result)";
   let hasVerifier = 1;
+  // x + dot(a, b, 0) is dot(a, b, x): the tensor cores accumulate onto x.
+  let hasCanonicalizer = 1;
 }
 
 def Kiln_DotWaitOp : Kiln_Op<"dot_wait", [AllTypesMatch<["input", "result"]>]> {
