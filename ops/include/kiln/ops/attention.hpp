@@ -30,13 +30,7 @@ inline constexpr float kMaskedScore = -1e30f;
 /// BM / BN blocks on the diagonal are masked; otherwise every whole block,
 /// and the last, partial one is masked. Scores go through exp2 with the scale
 /// and log2(e) folded into one multiply-add per score (FlashAttention's
-/// form). The loops are software-pipelined by hand: an iteration first
-/// starts the next block's scores Q K^T, then computes this block's softmax
-/// from the scores the previous iteration started, so that on Hopper the
-/// tensor cores compute one while the other units compute the other (the
-/// products are asynchronous until their results are used). The scores of
-/// one block past the last are computed and dropped. Grid: (cdiv(max len,
-/// BM), H, B).
+/// form). Grid: (cdiv(max len, BM), H, B).
 template <class T, int BM_, int BN_, int D_, bool CAUSAL = true> struct AttentionPrefill {
   static constexpr int BM = BM_, BN = BN_, D = D_;
   static_assert(!CAUSAL || BM_ % BN_ == 0, "the diagonal starts on a key block");
@@ -52,22 +46,16 @@ template <class T, int BM_, int BN_, int D_, bool CAUSAL = true> struct Attentio
     auto kbase = kc + b * Tmax * C + h * D;
     auto vbase = vc + b * Tmax * C + h * D;
     auto c = scale * F32(1.44269504088896340736f); // scale * log2(e)
-    // Raw scores of the key block at n0; keys past the prompt read as zeros.
-    auto scores = [&](I32 n0) {
-      auto krow = expand_dims<1>(n0 + arange<BN>()); // (BN, 1)
-      Tile<T, BN, D> k = load(kbase + krow * C + dcol, krow < len, 0);
-      return dot(q, trans(k)); // (BM, BN)
-    };
-    using State = std::tuple<Tile<f32, BM>, Tile<f32, BM>, Tile<f32, BM, D>, Tile<f32, BM, BN>>;
+    using State = std::tuple<Tile<f32, BM>, Tile<f32, BM>, Tile<f32, BM, D>>;
     // One key block: m is the running maximum of the raw scores, l the sum
-    // of 2^((s - m) c), acc the unnormalised output, s this block's scores.
+    // of 2^((s - m) c), acc the unnormalised output.
     auto block = [&](bool diagonal) {
-      return [&, diagonal](I32 n0, Tile<f32, BM> m, Tile<f32, BM> l, Tile<f32, BM, D> acc,
-                           Tile<f32, BM, BN> s) -> State {
-        auto next = scores(n0 + BN); // in flight during this block's softmax
+      return [&, diagonal](I32 n0, Tile<f32, BM> m, Tile<f32, BM> l, Tile<f32, BM, D> acc) -> State {
         auto rn = n0 + arange<BN>();
         auto kcol = expand_dims<0>(rn); // (1, BN)
         auto krow = expand_dims<1>(rn); // (BN, 1)
+        Tile<T, BN, D> k = diagonal ? load(kbase + krow * C + dcol, krow < len, 0) : load(kbase + krow * C + dcol);
+        auto s = dot(q, trans(k)); // (BM, BN)
         if (diagonal && CAUSAL)
           s = where((kcol <= rows) & (kcol < len), s, kMaskedScore);
         else if (diagonal)
@@ -77,7 +65,7 @@ template <class T, int BM_, int BN_, int D_, bool CAUSAL = true> struct Attentio
         auto alpha = exp2((m - m_new) * c);
         Tile<T, BN, D> v = diagonal ? load(vbase + krow * C + dcol, krow < len, 0) : load(vbase + krow * C + dcol);
         auto acc_new = acc * expand_dims<1>(alpha) + dot(cast<T>(p), v);
-        return {m_new, l * alpha + sum<1>(p), acc_new, next};
+        return {m_new, l * alpha + sum<1>(p), acc_new};
       };
     };
     // Causal: keys past the block's last query are never needed. No keys at
@@ -89,11 +77,10 @@ template <class T, int BM_, int BN_, int D_, bool CAUSAL = true> struct Attentio
       else
         return std::pair{where(inPrompt, len / BN * BN, I32(0)), where(inPrompt, len, I32(0))};
     }();
-    State init{full<f32, BM>(kMaskedScore), zeros<f32, BM>(), zeros<f32, BM, D>(), scores(I32(0))};
-    auto [m0, l0, acc0, s0] = for_range(0, below, BN, init, block(false));
-    auto [m, l, acc, s] = for_range(below, hi, BN, State{m0, l0, acc0, s0}, block(true));
+    State init{full<f32, BM>(kMaskedScore), zeros<f32, BM>(), zeros<f32, BM, D>()};
+    auto [m0, l0, acc0] = for_range(0, below, BN, init, block(false));
+    auto [m, l, acc] = for_range(below, hi, BN, State{m0, l0, acc0}, block(true));
     (void)m;
-    (void)s;
     store(out + (first + rows) * C + h * D + dcol, cast<T>(acc / expand_dims<1>(l)), rows < len);
   }
 };
