@@ -209,7 +209,7 @@ def KilnAccelerateMatmul : Pass<"kiln-accelerate-matmul", "mlir::ModuleOp"> {
 }
 
 def KilnPipelineMma : Pass<"kiln-pipeline-mma", "mlir::ModuleOp"> {
-  let summary = "Keep Hopper's asynchronous products in flight across loop iterations";
+  let summary = "Keep Hopper's asynchronous products in flight across loop iterations and following work";
   let description = [{
     In a loop whose one product is on wgmma (`#kiln.mma<version = 3>`) with
     its accumulator carried by the loop, the product becomes `async`: it is
@@ -242,6 +242,13 @@ def KilnPipelineMma : Pass<"kiln-pipeline-mma", "mlir::ModuleOp"> {
     }
     %done = kiln.dot_wait %r {pendings = 0 : i32}
     ```
+
+    Any other wgmma product that reads its operands in place (rings, or A
+    from registers in `#kiln.dot_operand`) and whose result is first used
+    further down its block, with no copies into shared memory or nested
+    regions in between, becomes `async` too, followed just before that first
+    use by `kiln.dot_wait` whose `pendings` counts the products issued after
+    it: the element-wise work in between runs while the tensor cores compute.
   }];
   let dependentDialects = ["::kiln::KilnDialect"];
 }

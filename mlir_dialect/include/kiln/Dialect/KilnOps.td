@@ -433,6 +433,8 @@ def Kiln_DotOp : Kiln_Op<"dot", [Pure, AllTypesMatch<["acc", "result"]>]> {
     %c = kiln.dot %a, %b, %acc : tensor<64x32xf16>, tensor<32x64xf16> -> tensor<64x64xf32>
     ```
 
+    Canonicalization folds `x + dot(a, b, 0)` into `dot(a, b, x)`.
+
     An `async` product (set by kiln-pipeline-mma for Hopper's wgmma) is
     issued and not waited for: its result may only be the accumulator of
     the next asynchronous product, be yielded by its loop, or go through a
