@@ -322,8 +322,8 @@ struct PipelineLoadsPass : kiln::impl::KilnPipelineLoadsBase<PipelineLoadsPass> 
       // load and the loop (the copy is waited for before the first).
       bool inLoops = llvm::all_of(load->getUsers(), [&](Operation *user) {
         Operation *top = loop->getBlock()->findAncestorOpInBlock(*user);
-        return top && ((isa<scf::ForOp>(top) && !top->isBeforeInBlock(loop)) ||
-                       top->isBeforeInBlock(loop)); // a product (feedsOnlyDots), perhaps through trans
+        // before the loop: a product (feedsOnlyDots), perhaps through trans
+        return top && (isa<scf::ForOp>(top) || top->isBeforeInBlock(loop));
       });
       // Used in this loop, or only by the products ahead of it (the keys
       // of a software-pipelined loop's first step, read in place too).

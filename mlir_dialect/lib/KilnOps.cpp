@@ -231,12 +231,20 @@ struct AccumulateIntoDot : OpRewritePattern<arith::AddFOp> {
       if (!dot || dot.getAsync() || !dot->hasOneUse() || x.getType() != dot.getType() ||
           !matchPattern(dot.getAcc(), m_AnyZeroFloat()))
         continue;
-      if (!dot->getBlock() || dot->getBlock() != add->getBlock())
+      if (dot->getBlock() != add->getBlock())
         continue;
       // x is defined before the add: when after the product, the product
-      // moves down to the add (its operands are defined before it already).
-      if (Operation *def = x.getDefiningOp(); def && def->getBlock() == dot->getBlock() && dot->isBeforeInBlock(def))
+      // moves down to the add (its operands are defined before it already),
+      // unless something in between has memory effects (a copy into the
+      // shared memory a product reads in place).
+      if (Operation *def = x.getDefiningOp(); def && def->getBlock() == dot->getBlock() && dot->isBeforeInBlock(def)) {
+        bool pure = true;
+        for (Operation *op = dot->getNextNode(); op != add.getOperation(); op = op->getNextNode())
+          pure &= isMemoryEffectFree(op);
+        if (!pure)
+          continue;
         rewriter.moveOpBefore(dot, add);
+      }
       rewriter.modifyOpInPlace(dot, [&] { dot.getAccMutable().assign(x); });
       rewriter.replaceOp(add, dot.getResult());
       return success();

@@ -33,3 +33,20 @@ func.func @no_accumulate(%a: tensor<16x16xf16>, %b: tensor<16x16xf16>, %x: tenso
   %s = arith.addf %x, %e : tensor<16x16xf32>
   return %r, %d, %s : tensor<16x16xf32>, tensor<16x16xf32>, tensor<16x16xf32>
 }
+
+// -----
+
+// Nor when the product would have to move past an op with memory effects.
+// CHECK-LABEL: func.func @no_accumulate_across_effects
+// CHECK: %[[D:.*]] = kiln.dot %{{.*}}, %{{.*}}, %{{.*}}
+// CHECK: kiln.store
+// CHECK: arith.addf %{{.*}}, %[[D]]
+func.func @no_accumulate_across_effects(%a: tensor<16x16xf16>, %b: tensor<16x16xf16>, %acc: tensor<16x16xf32>,
+                                        %p: !kiln.ptr<f32>, %v: f32) -> tensor<16x16xf32> {
+  %zero = arith.constant dense<0.0> : tensor<16x16xf32>
+  %d = kiln.dot %a, %b, %zero : tensor<16x16xf16>, tensor<16x16xf16> -> tensor<16x16xf32>
+  kiln.store %p, %v : !kiln.ptr<f32>
+  %x = arith.mulf %acc, %acc : tensor<16x16xf32>
+  %r = arith.addf %x, %d : tensor<16x16xf32>
+  return %r : tensor<16x16xf32>
+}
