@@ -32,6 +32,7 @@ namespace {
 
 struct Report {
   std::string arch, ptxas;
+  std::string schedule = "plain"; /// see --schedule
   std::filesystem::path dir;
 
   /// ptxas -v's numbers for `ptx`: registers, spill stores, spill loads.
@@ -64,9 +65,12 @@ struct Report {
     o.num_warps = warps;
     o.num_stages = stages;
     o.use_cache = false;
+    o.warp_specialize = schedule != "plain";
+    o.persistent = schedule == "persistent";
     auto k = compile<K>(Target::cuda(arch), o);
     const std::string &ptx = k.ir(Stage::Ptx);
-    std::string name = k.name() + "_w" + std::to_string(warps) + "_s" + std::to_string(stages);
+    std::string name = k.name() + "_w" + std::to_string(warps) + "_s" + std::to_string(stages) +
+                       (schedule == "plain" ? "" : "_" + schedule);
     auto [regs, stores, loads] = assemble(ptx, name);
     long smem = 0;
     if (auto at = ptx.find("kiln_smem_bytes = "); at != std::string::npos)
@@ -137,6 +141,9 @@ int main(int argc, char **argv) {
     std::string dtype = "f16";
     app.add_option("--arch", r.arch, "CUDA architecture (sm_80, sm_90a, ...)");
     app.add_option("--dtype", dtype, "element type of the kernels")->check(CLI::IsMember({"f16", "bf16"}));
+    app.add_option("--schedule", r.schedule,
+                   "plain, ws (a producer warp issues the TMA copies) or persistent (ws, looping over tiles)")
+        ->check(CLI::IsMember({"plain", "ws", "persistent"}));
     app.add_option("--ptxas", r.ptxas, "ptxas to assemble with (default: /usr/local/cuda/bin/ptxas, then PATH)");
     if (!tool::parse(app, argc, argv))
       return 0;

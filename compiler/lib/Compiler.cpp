@@ -137,6 +137,8 @@ void check(const Target &target, const CompileOptions &options) {
     throw Error("kiln: num_warps must be in [1, 32], got " + std::to_string(options.num_warps));
   if (options.num_stages < 1 || options.num_stages > 8)
     throw Error("kiln: num_stages must be in [1, 8], got " + std::to_string(options.num_stages));
+  if (options.persistent && !options.warp_specialize)
+    throw Error("kiln: persistent kernels are warp-specialised (set warp_specialize too)");
 }
 
 Output compile(TracedModule &kernel, const Target &target, const CompileOptions &options) {
@@ -149,7 +151,8 @@ Output compile(TracedModule &kernel, const Target &target, const CompileOptions 
 
   if (target.kind == Target::Kind::Cuda) {
     d.run("kiln to gpu", [&](OpPassManager &pm) {
-      buildGpuKilnToGpuPipeline(pm, options.num_warps, options.num_stages, target.arch, options.tma);
+      buildGpuKilnToGpuPipeline(pm, options.num_warps, options.num_stages, target.arch, options.tma,
+                                options.warp_specialize, options.persistent);
     });
     d.record(Stage::Lowered, d.print());
     d.run("gpu to NVVM", buildGpuToNVVMPipeline);

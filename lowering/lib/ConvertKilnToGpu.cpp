@@ -240,9 +240,20 @@ LogicalResult convertKernel(func::FuncOp f, int threads) {
     args.push_back(converter.convertType(t));
   auto gpuFunc = gpu::GPUFuncOp::create(b, loc, f.getName(), FunctionType::get(ctx, args, {}));
   gpuFunc->setAttr(gpu::GPUDialect::getKernelFuncAttrName(), UnitAttr::get(ctx));
-  gpuFunc.setKnownBlockSizeAttr(DenseI32ArrayAttr::get(ctx, {threads, 1, 1}));
+  kiln::ProducerOp producer;
+  for (auto p : f.getBody().front().getOps<kiln::ProducerOp>()) {
+    if (producer)
+      return p.emitOpError("a kernel has at most one kiln.producer");
+    producer = p;
+  }
+  int producerThreads = producer ? int(producer.getWarps()) * 32 : 0;
+  auto virtualGrid = f->getAttrOfType<IntegerAttr>(kiln::KilnDialect::getVirtualGridAttrName());
+  if (threads + producerThreads > 1024)
+    return f.emitError("kernel needs ") << threads + producerThreads << " threads per program (limit 1024)";
+  gpuFunc.setKnownBlockSizeAttr(DenseI32ArrayAttr::get(ctx, {threads + producerThreads, 1, 1}));
 
   LoweringState state(threads, gpuModule);
+  state.producerThreads = producerThreads;
   state.axis.emplace(f);
   // wgmma reads its operands from the rings through the async proxy, and
   // their 128-byte swizzle repeats every 1024 bytes.
@@ -274,6 +285,35 @@ LogicalResult convertKernel(func::FuncOp f, int threads) {
   entry.getOperations().splice(entry.end(), body.getOperations());
   for (auto [from, to] : llvm::zip(body.getArguments(), entry.getArguments()))
     from.replaceAllUsesWith(to);
+  // Producer warps run the kiln.producer's body; the program's warps run
+  // everything after it.
+  if (producer) {
+    b.setInsertionPoint(producer);
+    Value isProducer = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::uge, state.tid,
+                                             arith::ConstantOp::create(b, loc, b.getI32IntegerAttr(threads)));
+    auto branch = scf::IfOp::create(b, loc, TypeRange{}, isProducer, /*withElseRegion=*/true);
+    branch->setAttr(kProducerBranchName, UnitAttr::get(ctx));
+    Block *then = branch.thenBlock(), *otherwise = branch.elseBlock();
+    then->getOperations().splice(then->begin(), producer.getBody().front().getOperations());
+    otherwise->getOperations().splice(otherwise->begin(), entry.getOperations(),
+                                      std::next(producer->getIterator()), std::prev(entry.end()));
+    producer->erase();
+    // A producer warpgroup next to several consumer warpgroups gives them
+    // its registers. Each of the four SM sub-partitions holds 16384
+    // registers and one warp of every warpgroup: the kernel starts at what
+    // its warps allow (.maxnreg), the producer drops to 40 and the
+    // consumers take the rest.
+    if (producerThreads == 128 && threads % 128 == 0 && threads >= 256) {
+      int warpsPerPartition = (threads + producerThreads) / 128;
+      int start = std::min(255, 16384 / (32 * warpsPerPartition)) / 8 * 8;
+      int consumers = std::min(256, (16384 - 40 * 32) / (32 * (warpsPerPartition - 1))) / 8 * 8;
+      gpuFunc->setAttr(kMaxRegistersName, b.getI32IntegerAttr(start));
+      b.setInsertionPointToStart(then);
+      NVVM::SetMaxRegisterOp::create(b, loc, 40, NVVM::SetMaxRegisterAction::decrease);
+      b.setInsertionPointToStart(otherwise);
+      NVVM::SetMaxRegisterOp::create(b, loc, consumers, NVVM::SetMaxRegisterAction::increase);
+    }
+  }
 
   ConversionTarget target(*ctx);
   target.addLegalDialect<gpu::GPUDialect, LLVM::LLVMDialect, NVVM::NVVMDialect>();
@@ -301,6 +341,16 @@ LogicalResult convertKernel(func::FuncOp f, int threads) {
     return gpuFunc.emitError("kernel needs ")
            << state.smemBytes << " bytes of shared memory (limit " << kMaxSmem
            << "); use smaller blocks or fewer stages";
+  auto global = [&](const char *name, int32_t value) {
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(gpuModule.getBody());
+    LLVM::GlobalOp::create(b, loc, b.getI32Type(), /*isConstant=*/true, LLVM::Linkage::External, name,
+                           b.getI32IntegerAttr(value), /*alignment=*/4, /*addrSpace=*/1);
+  };
+  if (producerThreads)
+    global(kThreadsName, threads + producerThreads);
+  if (virtualGrid)
+    global(kVirtualGridName, int32_t(virtualGrid.getInt()));
   if (state.smemBytes > 0) {
     b.setInsertionPointToStart(gpuModule.getBody());
     // extern __shared__, sized at launch from kiln_smem_bytes.

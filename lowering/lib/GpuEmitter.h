@@ -52,6 +52,17 @@ inline constexpr const char *kSmemBytesName = "kiln_smem_bytes";
 /// and the gpu.func attribute listing the arguments that receive them.
 inline constexpr const char *kTensorMapsName = "kiln_tensormaps";
 inline constexpr const char *kTensorMapArgsName = "kiln.tensormap_args";
+/// Globals telling the runtime how to launch a kernel that differs from
+/// the plain one: the threads per CTA when producer warps come after the
+/// program's, and the first of the three arguments that receive the grid a
+/// persistent kernel was launched for.
+inline constexpr const char *kThreadsName = "kiln_threads";
+inline constexpr const char *kVirtualGridName = "kiln_virtual_grid";
+/// The gpu.func attribute giving a kernel's registers per thread at launch
+/// (PTX .maxnreg), set when its warps trade registers (setmaxnreg).
+inline constexpr const char *kMaxRegistersName = "kiln.maxnreg";
+/// The scf.if whose "then" branch is a kiln.producer's body.
+inline constexpr const char *kProducerBranchName = "kiln.producer_branch";
 
 /// Which elements of a value a thread holds.
 struct Layout {
@@ -111,6 +122,9 @@ struct LoweringState {
   bool asyncProxyReads = false;
   /// TMA writes the rings, in the 128-byte swizzle that repeats every 1024 bytes.
   bool tmaCopies = false;
+  /// Threads of the kernel's producer warps (kiln.producer), after the
+  /// `threads` of the program's own warps; 0 when it has none.
+  int producerThreads = 0;
   /// An op's lowering reported an error.
   bool failed = false;
 };
@@ -375,7 +389,16 @@ private:
                                          arith::MulIOp::create(b, loc, index, i32(byteSize(elem)))));
   }
   void reserveSmem(int64_t bytes) { smemBytes = std::max(smemBytes, scratchBase + bytes); }
-  void barrier() { gpu::BarrierOp::create(b, loc); }
+  /// Synchronises the program's threads: every thread, or, in a kernel with
+  /// producer warps (which never take part), the program's own warps on
+  /// named barrier 1.
+  void barrier() {
+    if (state.producerThreads == 0)
+      return barrierAll();
+    NVVM::BarrierOp::create(b, loc, TypeRange{}, i32(1), i32(threads), {}, Value{});
+  }
+  /// Synchronises every thread of the CTA (producer warps included).
+  void barrierAll() { gpu::BarrierOp::create(b, loc); }
   /// Orders this thread's ordinary shared-memory writes before reads by the
   /// async proxy (wgmma's operands); a barrier then publishes them.
   void fenceForAsyncProxy() {
@@ -679,7 +702,9 @@ public:
   /// The 32-bit shared-memory address of barrier `index` of ring `barriers`.
   Value barrierAddr(Value barriers, Value index);
   /// i1: `pred` (when given) and this is thread 0.
-  Value electedThread(Value pred);
+  /// i1: the one thread that acts for the program (where `pred` holds):
+  /// thread 0, or the first producer thread for ops of `op`'s kiln.producer.
+  Value electedThread(Operation *op, Value pred);
   /// kiln.local_alloc: the ring's byte offset, placed before the scratch area.
   LogicalResult emitLocalAlloc(kiln::LocalAllocOp alloc);
   /// kiln.async_commit and kiln.async_wait (which also synchronises the CTA).

@@ -22,15 +22,20 @@ void add(OpPassManager &pm, const std::string &text) {
 } // namespace
 
 void kiln::buildGpuKilnToGpuPipeline(OpPassManager &pm, int numWarps, int numStages,
-                                     const std::string &arch, bool tma) {
+                                     const std::string &arch, bool tma, bool warpSpecialize,
+                                     bool persistent) {
   registerKilnPipelines();
   // The per-thread code is large and flat; a bottom-up worklist canonicalizes
   // it ~50x faster than the default top-down one (attention: 0.06 s vs 5.7 s).
   std::string warps = std::to_string(numWarps);
-  std::string useTma = tma && arch == "sm_90a" ? " tma=true" : "";
+  bool hopper = tma && arch == "sm_90a";
+  std::string useTma = hopper ? " tma=true" : "";
+  std::string specialize = !hopper || !warpSpecialize ? ""
+                           : persistent                ? "kiln-warp-specialize{persistent=true},canonicalize,cse,"
+                                                       : "kiln-warp-specialize,canonicalize,cse,";
   add(pm, "kiln-pipeline-loads{num-stages=" + std::to_string(numStages) + useTma + "},canonicalize,cse," +
               "kiln-coalesce{num-warps=" + warps + "},kiln-accelerate-matmul{arch=" + arch + "}," +
-              "kiln-remove-layout-conversions,canonicalize,cse,kiln-pipeline-mma," +
+              "kiln-remove-layout-conversions,canonicalize,cse,kiln-pipeline-mma," + specialize +
               "convert-kiln-to-gpu{num-warps=" + warps + "},canonicalize{top-down=false},cse");
 }
 
@@ -60,6 +65,10 @@ bool kiln::translateToPtx(ModuleOp module, StringRef chip, StringRef cudaPath, s
   // Tensor maps are passed by value and read in place (__grid_constant__):
   // TMA takes the parameter's own address.
   gpuModule.walk([](LLVM::LLVMFuncOp f) {
+    if (auto regs = f->getAttrOfType<IntegerAttr>("kiln.maxnreg")) {
+      f->setAttr(NVVM::NVVMDialect::getMaxnregAttrName(), regs);
+      f->removeAttr("kiln.maxnreg");
+    }
     auto args = f->getAttrOfType<DenseI32ArrayAttr>("kiln.tensormap_args");
     if (!args)
       return;

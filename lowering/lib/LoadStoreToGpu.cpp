@@ -414,8 +414,12 @@ Value Emitter::barrierAddr(Value barriers, Value index) {
   return LLVM::PtrToIntOp::create(b, loc, b.getI32Type(), smemPtr(offset));
 }
 
-Value Emitter::electedThread(Value pred) {
-  Value first = isZero(tid);
+Value Emitter::electedThread(Operation *op, Value pred) {
+  bool producer = false;
+  for (Operation *p = op->getParentOp(); p && !producer; p = p->getParentOp())
+    producer = p->hasAttr(kProducerBranchName);
+  Value first = producer ? Value(arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, tid, i32(threads)))
+                         : isZero(tid);
   return pred ? Value(arith::AndIOp::create(b, loc, first, pred)) : first;
 }
 
@@ -433,12 +437,21 @@ LogicalResult Emitter::emitMBarrierInit(kiln::MBarrierInitOp op) {
     // The initialisation, before the async proxy (TMA) signals them.
     inlinePtx(b, loc, {}, "fence.mbarrier_init.release.cluster;", "");
   });
-  barrier();
+  barrierAll(); // before the program's warps and any producer warps split
   return success();
 }
 
 LogicalResult Emitter::emitMBarrierArrive(kiln::MBarrierArriveOp op) {
-  Value pred = electedThread(op.getPred() ? raw(op.getPred())[0] : Value());
+  Value given = op.getPred() ? raw(op.getPred())[0] : Value();
+  Value pred;
+  if (op.getPerWarp()) {
+    // Lane 0 of each warp, once the warp's earlier work is done.
+    pred = isZero(lane);
+    if (given)
+      pred = arith::AndIOp::create(b, loc, pred, given);
+  } else {
+    pred = electedThread(op, given);
+  }
   inlinePtx(b, loc, {barrierAddr(op.getBarriers(), raw(op.getIndex())[0]), pred},
             "@$1 mbarrier.arrive.shared::cta.b64 _, [$0];", "r,b");
   return success();
@@ -458,7 +471,7 @@ LogicalResult Emitter::emitAsyncTmaCopy(kiln::AsyncTmaCopyOp op) {
   RankedTensorType tile = cast<kiln::SharedType>(op.getRing().getType()).getTileType();
   int64_t rows = tile.getDimSize(0), panels = tile.getDimSize(1) / kPanelCols;
   int64_t panelBytes = rows * kPanelCols * 2;
-  Value pred = electedThread(op.getPred() ? raw(op.getPred())[0] : Value());
+  Value pred = electedThread(op, op.getPred() ? raw(op.getPred())[0] : Value());
   Value bar = barrierAddr(op.getBarriers(), raw(op.getBarrier())[0]);
   Value dst = LLVM::PtrToIntOp::create(b, loc, b.getI32Type(),
                                        smemPtr(ringBuffer(op.getRing(), raw(op.getStage())[0])));

@@ -357,6 +357,21 @@ LogicalResult MBarrierInitOp::verify() { return verifyBarriers(*this, getBarrier
 LogicalResult MBarrierArriveOp::verify() { return verifyBarriers(*this, getBarriers().getType()); }
 LogicalResult MBarrierWaitOp::verify() { return verifyBarriers(*this, getBarriers().getType()); }
 
+LogicalResult ProducerOp::verify() {
+  Operation *parent = (*this)->getParentOp();
+  if (!parent || !parent->hasAttr(KilnDialect::getKernelAttrName()))
+    return emitOpError("must be at the top level of a kernel");
+  WalkResult tiles = getBody().walk([&](Operation *op) {
+    auto isTile = [](Type t) { return isa<RankedTensorType>(t); };
+    if (llvm::any_of(op->getOperandTypes(), isTile) || llvm::any_of(op->getResultTypes(), isTile)) {
+      op->emitOpError("in a kiln.producer works on tiles; its warps hold scalars only");
+      return WalkResult::interrupt();
+    }
+    return WalkResult::advance();
+  });
+  return failure(tiles.wasInterrupted());
+}
+
 LogicalResult AsyncTmaCopyOp::verify() {
   if (failed(verifyBarriers(*this, getBarriers().getType())))
     return failure();

@@ -60,6 +60,9 @@ struct CompiledKernel::Impl {
       key = cuda ? KernelCache::key({"kiln-kernel-v2", compiler::version(), target.str(),
                                      std::to_string(options.num_warps),
                                      std::to_string(options.num_stages), options.tma ? "tma" : "no-tma",
+                                     options.persistent        ? "persistent"
+                                     : options.warp_specialize ? "warp-specialized"
+                                                               : "plain",
                                      options.cuda_path, compiler::print(traced)})
                  : KernelCache::key({"kiln-cpu-kernel-v1", compiler::version(), target.str(),
                                      compiler::host(), std::to_string(options.opt_level),

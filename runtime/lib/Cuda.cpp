@@ -37,6 +37,7 @@ struct Driver {
   KILN_CU_FN(cuModuleLoadData, CUmodule *, const void *)
   KILN_CU_FN(cuModuleGetFunction, CUfunction *, CUmodule, const char *)
   KILN_CU_FN(cuFuncSetAttribute, CUfunction, int, int)
+  KILN_CU_FN(cuOccupancyMaxActiveBlocksPerMultiprocessor, int *, CUfunction, int, size_t)
   KILN_CU_FN(cuLaunchKernel, CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned,
              unsigned, unsigned, CUstream, void **, void **)
   KILN_CU_FN(cuMemAlloc_v2, CUdeviceptr *, size_t)
@@ -86,6 +87,7 @@ struct Driver {
     sym(cuCtxSetCurrent, "cuCtxSetCurrent"); sym(cuCtxSynchronize, "cuCtxSynchronize");
     sym(cuModuleLoadData, "cuModuleLoadData"); sym(cuModuleGetFunction, "cuModuleGetFunction");
     sym(cuFuncSetAttribute, "cuFuncSetAttribute");
+    sym(cuOccupancyMaxActiveBlocksPerMultiprocessor, "cuOccupancyMaxActiveBlocksPerMultiprocessor");
     sym(cuLaunchKernel, "cuLaunchKernel"); sym(cuMemAlloc_v2, "cuMemAlloc_v2");
     sym(cuMemFree_v2, "cuMemFree_v2"); sym(cuMemcpyHtoD_v2, "cuMemcpyHtoD_v2");
     sym(cuMemcpyDtoH_v2, "cuMemcpyDtoH_v2"); sym(cuMemsetD8_v2, "cuMemsetD8_v2");
@@ -347,6 +349,10 @@ struct GpuExecutable::State {
   };
   std::mutex encodedMutex;
   std::vector<Encoded> encoded;
+  /// A persistent kernel: the parameter receiving the launch's grid (x, y,
+  /// z follow), and how many of its programs fit on the GPU at once.
+  int virtualGrid = -1;
+  unsigned resident = 0;
 };
 
 namespace {
@@ -356,6 +362,15 @@ unsigned sharedBytesOf(const std::string &ptx) {
   const std::string key = "kiln_smem_bytes = ";
   std::size_t at = ptx.find(key);
   return at == std::string::npos ? 0u : unsigned(std::stoul(ptx.substr(at + key.size(), 16)));
+}
+/// An integer the lowering records as the initializer of global `name`
+/// (absent: `otherwise`): the threads per CTA of a kernel with producer
+/// warps (kiln_threads), the first grid parameter of a persistent kernel
+/// (kiln_virtual_grid).
+int recordedOr(const std::string &ptx, const std::string &name, int otherwise) {
+  const std::string key = name + " = ";
+  std::size_t at = ptx.find(key);
+  return at == std::string::npos ? otherwise : int(std::stol(ptx.substr(at + key.size(), 16)));
 }
 /// The table of the global `kiln_tensormaps` (absent: no tensor maps): a
 /// count, then eight numbers per map (see TensorMapRecipe).
@@ -403,12 +418,14 @@ std::vector<TensorMapRecipe> tensorMapsOf(const std::string &ptx) {
 }
 constexpr int kMaxSharedPerBlockOptin = 97;    // CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN
 constexpr int kMaxDynamicSharedSizeBytes = 8;  // CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES
+constexpr int kMultiprocessorCount = 16;       // CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT
 } // namespace
 
 GpuExecutable::GpuExecutable(std::string ptx, std::string name, int threads)
-    : ptx_(std::move(ptx)), name_(std::move(name)), threads_(threads),
+    : ptx_(std::move(ptx)), name_(std::move(name)), threads_(recordedOr(ptx_, "kiln_threads", threads)),
       sharedBytes_(sharedBytesOf(ptx_)), state_(std::make_unique<State>()) {
   state_->maps = tensorMapsOf(ptx_);
+  state_->virtualGrid = recordedOr(ptx_, "kiln_virtual_grid", -1);
   state_->encoded.resize(state_->maps.size());
 }
 
@@ -472,6 +489,15 @@ bool GpuExecutable::launch(const Grid &grid, std::span<const Param> params,
       cuda::check(d.cuFuncSetAttribute(function, kMaxDynamicSharedSizeBytes, int(sharedBytes_)),
                   "cuFuncSetAttribute");
     }
+    if (state_->virtualGrid >= 0) {
+      int perSm = 0, sms = 0;
+      cuda::check(d.cuOccupancyMaxActiveBlocksPerMultiprocessor(&perSm, function, threads_, sharedBytes_),
+                  "cuOccupancyMaxActiveBlocksPerMultiprocessor");
+      cuda::check(d.cuDeviceGetAttribute(&sms, kMultiprocessorCount, d.dev), "cuDeviceGetAttribute");
+      if (perSm < 1)
+        throw Error("kiln: kernel '" + name_ + "' cannot run on this GPU (no program fits on a multiprocessor)");
+      state_->resident = unsigned(perSm * sms);
+    }
     state_->function = function;
   });
   if (!state_->function)
@@ -485,8 +511,22 @@ bool GpuExecutable::launch(const Grid &grid, std::span<const Param> params,
     float f32;
     double f64;
   };
+  // A persistent kernel gets the grid it was launched for as arguments and
+  // runs on as many programs as fit at once.
+  bool persistent = state_->virtualGrid >= 0;
+  if (persistent && state_->virtualGrid != int(params.size() + maps.size()))
+    throw Error("kiln: kernel '" + name_ + "' has grid parameters that do not match its parameters");
+  int32_t virtualGrid[3] = {int32_t(grid.x), int32_t(grid.y), int32_t(grid.z)};
+  unsigned programs = grid.x, programsY = grid.y, programsZ = grid.z;
+  if (persistent) {
+    uint64_t tiles = uint64_t(grid.x) * grid.y * grid.z;
+    if (tiles > uint64_t(INT32_MAX))
+      throw Error("kiln: kernel '" + name_ + "' launched with more than 2^31 programs");
+    programs = unsigned(std::min<uint64_t>(tiles, state_->resident));
+    programsY = programsZ = 1;
+  }
   std::vector<Slot> slots(params.size());
-  std::vector<void *> ptrs(params.size() + maps.size());
+  std::vector<void *> ptrs(params.size() + maps.size() + (persistent ? 3 : 0));
   for (std::size_t i = 0; i < params.size(); ++i) {
     Slot &s = slots[i];
     const KernelArg &a = args[i];
@@ -509,7 +549,10 @@ bool GpuExecutable::launch(const Grid &grid, std::span<const Param> params,
   }
   for (std::size_t k = 0; k < maps.size(); ++k)
     ptrs[params.size() + k] = &maps[k];
-  cuda::check(d.cuLaunchKernel(state_->function, grid.x, grid.y, grid.z, unsigned(threads_), 1, 1,
+  if (persistent)
+    for (int k = 0; k < 3; ++k)
+      ptrs[params.size() + maps.size() + k] = &virtualGrid[k];
+  cuda::check(d.cuLaunchKernel(state_->function, programs, programsY, programsZ, unsigned(threads_), 1, 1,
                                sharedBytes_, cuda::current_stream(), ptrs.data(), nullptr),
               "cuLaunchKernel");
   cuda::note_launch();

@@ -290,6 +290,65 @@ TEST_CASE_TEMPLATE("tensor-core tiles (wgmma on sm_90a) match the reference on r
   SUBCASE("A @ B^T, B read transposed") { check_tiles<MatmulNT<D, 128, 128, 64>, T, 128, 128, true>(w8); }
 }
 
+TEST_CASE_TEMPLATE("warp-specialised and persistent tensor-core tiles match the reference on ragged shapes", T,
+                   half, bfloat16) {
+  // On sm_90a a producer warp issues the TMA copies (and, persistent, the
+  // programs loop over the tiles); elsewhere the options change nothing.
+  using D = std::conditional_t<std::is_same_v<T, half>, f16, bf16>;
+  for (bool persistent : {false, true}) {
+    CAPTURE(persistent);
+    CompileOptions w8, w4;
+    w8.num_warps = 8;
+    w8.num_stages = 3;
+    w8.warp_specialize = true;
+    w8.persistent = persistent;
+    w4 = w8;
+    w4.num_warps = 4;
+    w4.num_stages = 4;
+    check_tiles<ops::Matmul<D, 128, 256, 64>, T, 128, 256>(w8);
+    check_tiles<ops::MatmulBiasGelu<D, 128, 128, 64>, T, 128, 128, false, true>(w8);
+    check_tiles<ops::GroupedMatmul<D, 64, 64, 64, 3>, T, 64, 64>(w4);
+    check_tiles<ops::Matmul<D, 64, 128, 64>, T, 64, 128>(w4);
+    check_tiles<MatmulNT<D, 128, 128, 64>, T, 128, 128, true>(w8);
+  }
+}
+
+TEST_CASE("a persistent matmul runs more tiles than fit on the GPU at once, in grouped order") {
+  CompileOptions options;
+  options.num_warps = 4;
+  options.num_stages = 4;
+  options.warp_specialize = true;
+  options.persistent = true;
+  auto k = compile<ops::GroupedMatmul<f16, 64, 64, 64, 4>>(kCpu, options);
+  if (test::target().kind == Target::Kind::Cuda && test::target().arch == "sm_90a") {
+    const std::string &ptx = k.ir(Stage::Ptx);
+    CHECK(ptx.find("kiln_virtual_grid") != std::string::npos);
+    CHECK(ptx.find("kiln_threads") != std::string::npos);
+  }
+  // 33 x 18 = 594 tiles of 64 x 64: more than an H200's 132 multiprocessors
+  // hold at once (3 programs each with these rings); K = 200 leaves a
+  // ragged last step.
+  const int M = 2100, N = 1100, K = 200;
+  auto a = test::random_vector<half>(std::size_t(M) * K, 91);
+  auto b = test::random_vector<half>(std::size_t(K) * N, 92);
+  std::vector<half> c(std::size_t(M) * N, half(-5.0f));
+  Mem da(a);
+  Mem db(b);
+  Mem dc(c);
+  k.launch(Grid(ceil_div(M, 64), ceil_div(N, 64)), da(), db(), dc(), M, N, K, K, N, N);
+  check(dc.fetch(), ref::matmul(a, b, M, N, K), 1e-2, 1e-2);
+  // The same kernel on a grid of fewer tiles than programs that fit.
+  const int m = 300, n = 190, kk = 72;
+  auto a2 = test::random_vector<half>(std::size_t(m) * kk, 93);
+  auto b2 = test::random_vector<half>(std::size_t(kk) * n, 94);
+  std::vector<half> c2(std::size_t(m) * n, half(-5.0f));
+  Mem da2(a2);
+  Mem db2(b2);
+  Mem dc2(c2);
+  k.launch(Grid(ceil_div(m, 64), ceil_div(n, 64)), da2(), db2(), dc2(), m, n, kk, kk, n, n);
+  check(dc2.fetch(), ref::matmul(a2, b2, m, n, kk), 1e-2, 1e-2);
+}
+
 TEST_CASE("tensor-core tiles on operands that are not 16-byte aligned match the reference") {
   // A base address one element past an aligned one: TMA cannot describe the
   // tensor, so the launch runs the kernel compiled without it.

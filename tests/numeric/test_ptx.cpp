@@ -307,6 +307,66 @@ TEST_CASE("on sm_90a, the library's products (GPT-2's prefill tiles, kiln_bench'
   check_hopper_product<ops::MatmulBiasResidual<f16, 64, 128, 64>>(4, 3);
 }
 
+TEST_CASE("on sm_90a, warp-specialised products copy from a producer warp and never synchronise the "
+          "program in their loop") {
+  for (bool persistent : {false, true}) {
+    CAPTURE(persistent);
+    CompileOptions options;
+    options.num_warps = 8;
+    options.num_stages = 3;
+    options.warp_specialize = true;
+    options.persistent = persistent;
+    auto k = compile<ops::MatmulBiasGelu<f16, 128, 256, 64>>(Target::cuda("sm_90a"), options);
+    const std::string &ptx = k.ir(Stage::Ptx);
+    // 8 consumer warps and a producer warpgroup that hands them its
+    // registers; the epilogue's exchanges synchronise the 256 consumer
+    // threads on named barrier 1.
+    CHECK(ptx.find(".maxntid 384, 1, 1") != std::string::npos);
+    CHECK(ptx.find(".maxnreg 168") != std::string::npos);
+    CHECK(ptx.find("kiln_threads = 384") != std::string::npos);
+    CHECK(ptx.find("setmaxnreg.dec.sync.aligned.u32 \t40;") != std::string::npos);
+    CHECK(ptx.find("setmaxnreg.inc.sync.aligned.u32 \t232;") != std::string::npos);
+    CHECK(ptx.find("bar.sync \t1, 256;") != std::string::npos);
+    CHECK((ptx.find("kiln_virtual_grid") != std::string::npos) == persistent);
+    CHECK(ptx.find("cp.async.bulk.tensor.2d") != std::string::npos);
+    CHECK(ptx.find("wgmma.mma_async") != std::string::npos);
+    CHECK(ptxas(ptx, "sm_90a", k.name()) == 0);
+    int spills = spill_stores(ptx, k.name());
+    MESSAGE(k.name() << (persistent ? std::string(" persistent") : std::string(" warp-specialised")) << ": " << spills << " bytes of spills");
+    if (!persistent)
+      CHECK(spills == 0);
+  }
+  // Next to one consumer warpgroup, one producer warp.
+  CompileOptions one;
+  one.num_warps = 4;
+  one.num_stages = 3;
+  one.warp_specialize = one.persistent = true;
+  auto small = compile<ops::MatmulBiasGelu<f16, 64, 128, 64>>(Target::cuda("sm_90a"), one);
+  CHECK(small.ir(Stage::Ptx).find("kiln_threads = 160") != std::string::npos);
+  CHECK(small.ir(Stage::Ptx).find("setmaxnreg") == std::string::npos);
+  CHECK(spill_stores(small.ir(Stage::Ptx), small.name()) == 0);
+  CompileOptions two = one;
+  two.num_warps = 8;
+  auto square = compile<ops::Matmul<f16, 128, 128, 64>>(Target::cuda("sm_90a"), two);
+  CHECK(spill_stores(square.ir(Stage::Ptx), square.name()) == 0);
+  // Without TMA there is nothing for a producer warp to do.
+  CompileOptions plain;
+  plain.num_warps = 8;
+  plain.num_stages = 3;
+  plain.tma = false;
+  plain.warp_specialize = true;
+  auto k = compile<ops::Matmul<f16, 128, 256, 64>>(Target::cuda("sm_90a"), plain);
+  CHECK(k.ir(Stage::Ptx).find("kiln_threads") == std::string::npos);
+}
+
+TEST_CASE("persistent kernels must be warp-specialised") {
+  CompileOptions options;
+  options.persistent = true;
+  using Small = ops::Matmul<f16, 64, 64, 64>;
+  CHECK_THROWS_WITH_AS(compile<Small>(Target::cuda("sm_90a"), options),
+                       doctest::Contains("persistent kernels are warp-specialised"), Error);
+}
+
 TEST_CASE("kernels may use more than 48 KB of shared memory") {
   CompileOptions four;
   four.num_stages = 4;

@@ -8,8 +8,8 @@
 //       });
 //   tuned.run();   // launches the winner
 //
-// Candidates are the listed kernel types times the num_warps and num_stages
-// values (a TuneSpace; a plain `{4, 8}` lists warps). They are
+// Candidates are the listed kernel types times the num_warps, num_stages
+// and schedule values (a TuneSpace; a plain `{4, 8}` lists warps). They are
 // compiled in parallel on host threads; each is timed (CUDA events with the L2
 // flushed between runs, or wall clock on the CPU); a candidate that fails to
 // compile or launch scores +inf and never aborts tuning. The winner is
@@ -75,15 +75,26 @@ Tuned autotune_candidates(const std::string &family, const Target &target, const
 /// Where winners are persisted: $KILN_CACHE_DIR/tuning (see KernelCache).
 std::string tuning_directory();
 
+/// How a kernel's programs are organised on sm_90a (see CompileOptions):
+/// as written, with a producer warp issuing its TMA copies, or that and
+/// persistent (programs loop over the grid's tiles).
+enum class Schedule { Plain, WarpSpecialized, Persistent };
+
+/// The label suffix of a schedule ("" for the plain one).
+inline const char *schedule_suffix(Schedule s) {
+  return s == Schedule::Persistent ? "/persistent" : s == Schedule::WarpSpecialized ? "/ws" : "";
+}
+
 /// The compile options to try for every kernel type.
 struct TuneSpace {
   std::vector<int> num_warps{4};
   std::vector<int> num_stages{2};
+  std::vector<Schedule> schedules{Schedule::Plain};
   TuneSpace() = default;
   /// `{4, 8}` lists warp counts.
   TuneSpace(std::initializer_list<int> warps) : num_warps(warps) {}
-  TuneSpace(std::vector<int> warps, std::vector<int> stages)
-      : num_warps(std::move(warps)), num_stages(std::move(stages)) {}
+  TuneSpace(std::vector<int> warps, std::vector<int> stages, std::vector<Schedule> schedules = {Schedule::Plain})
+      : num_warps(std::move(warps)), num_stages(std::move(stages)), schedules(std::move(schedules)) {}
 };
 
 /// Tune the kernel types `Ks...` times the options of `space` for problem `key`.
@@ -92,25 +103,29 @@ Tuned autotune(const Target &target, const std::string &key, TuneSpace space, La
                const std::function<bool(const std::string &)> &prune = {}) {
   static_assert(sizeof...(Ks) > 0, "kiln::autotune: list at least one kernel type");
   if (target.kind == Target::Kind::Cpu)
-    space = TuneSpace({1}, {2}); // warps and stages mean nothing on the CPU
+    space = TuneSpace({1}, {2}); // warps, stages and schedules mean nothing on the CPU
   std::vector<TuneCandidate> candidates;
   std::string family;
   auto add = [&]<class K>() {
     std::string name = detail::kernel_name_from_type(typeid(K).name());
     family += name + ";";
     for (int w : space.num_warps)
-      for (int st : space.num_stages) {
-        CompileOptions options;
-        options.num_warps = w;
-        options.num_stages = st;
-        std::string label = name + "/w" + std::to_string(w);
-        if (space.num_stages.size() > 1)
-          label += "/s" + std::to_string(st);
-        candidates.push_back(TuneCandidate{
-            label,
-            [target, options] { return std::make_unique<Kernel<K>>(compile<K>(target, options)); },
-            [launch](const CompiledKernel &k) { launch(static_cast<const Kernel<K> &>(k)); }});
-      }
+      for (int st : space.num_stages)
+        for (Schedule sched : space.schedules) {
+          CompileOptions options;
+          options.num_warps = w;
+          options.num_stages = st;
+          options.warp_specialize = sched != Schedule::Plain;
+          options.persistent = sched == Schedule::Persistent;
+          std::string label = name + "/w" + std::to_string(w);
+          if (space.num_stages.size() > 1)
+            label += "/s" + std::to_string(st);
+          label += schedule_suffix(sched);
+          candidates.push_back(TuneCandidate{
+              label,
+              [target, options] { return std::make_unique<Kernel<K>>(compile<K>(target, options)); },
+              [launch](const CompiledKernel &k) { launch(static_cast<const Kernel<K> &>(k)); }});
+        }
   };
   (add.template operator()<Ks>(), ...);
   return autotune_candidates(family, target, key, std::move(candidates), prune);

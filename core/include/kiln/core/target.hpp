@@ -51,6 +51,17 @@ struct CompileOptions {
   /// A launch whose tensors TMA cannot describe (a base address or row stride
   /// not a multiple of 16 bytes) runs the same kernel compiled without it.
   bool tma = true;
+  /// On sm_90a, a kernel whose product loop is fed by TMA gets a producer
+  /// warp of its own that issues the copies, paced by one "empty" barrier
+  /// per ring buffer, while the program's warps only compute (warp
+  /// specialisation; one more warp per program). Kernels the rewrite does
+  /// not apply to compile as without it.
+  bool warp_specialize = false;
+  /// With warp_specialize: the kernel is launched with as many programs as
+  /// fit on the GPU at once, each looping over the tiles of the grid it was
+  /// launched for (a persistent kernel), so that one tile's epilogue
+  /// overlaps the next tile's copies.
+  bool persistent = false;
   /// CUDA toolkit (for libdevice); also KILN_CUDA_PATH.
   std::string cuda_path = "/usr/local/cuda";
   /// Reuse and fill the on-disk kernel cache (CUDA targets; see KILN_CACHE_DIR,

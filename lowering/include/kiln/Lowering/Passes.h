@@ -62,9 +62,12 @@ void buildCpuKilnToStandardPipeline(mlir::OpPassManager &pm);
 void buildCpuStandardToLLVMPipeline(mlir::OpPassManager &pm);
 
 /// kiln (cleaned) -> gpu.module with scalar code per thread. With `tma`
-/// (sm_90a only), dot operands that are blocks of a tensor are copied by TMA.
+/// (sm_90a only), dot operands that are blocks of a tensor are copied by TMA;
+/// with `warpSpecialize` too, by a producer warp (kiln-warp-specialize),
+/// in a `persistent` kernel when asked.
 void buildGpuKilnToGpuPipeline(mlir::OpPassManager &pm, int numWarps, int numStages = 2,
-                               const std::string &arch = "sm_80", bool tma = false);
+                               const std::string &arch = "sm_80", bool tma = false,
+                               bool warpSpecialize = false, bool persistent = false);
 /// gpu.module -> NVVM / LLVM dialect.
 void buildGpuToNVVMPipeline(mlir::OpPassManager &pm);
 /// Serializes the (NVVM-lowered) gpu.module of `module` to PTX for `chip`

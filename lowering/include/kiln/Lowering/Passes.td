@@ -253,6 +253,80 @@ def KilnPipelineMma : Pass<"kiln-pipeline-mma", "mlir::ModuleOp"> {
   let dependentDialects = ["::kiln::KilnDialect"];
 }
 
+def KilnWarpSpecialize : Pass<"kiln-warp-specialize", "mlir::ModuleOp"> {
+  let summary = "A producer warp issues a TMA loop's copies; optionally, programs loop over tiles (persistent)";
+  let description = [{
+    Runs after kiln-pipeline-mma, on kernels with one top-level loop whose
+    product operands all arrive by TMA and whose product is carried
+    asynchronously (`kiln.dot_wait {pendings = 1, sync}`). Such a loop's
+    warps meet at a barrier every iteration before one thread may overwrite
+    the buffer the previous products read. Here the copies move to a
+    `kiln.producer` warp of their own, and every ring buffer gets a second
+    barrier ("empty", one arrival per consumer warp):
+
+    * the producer runs the loop's iterations with only the copies: it waits
+      until buffer `g % S` is empty (parity `(g / S + 1) % 2`, so that the
+      first pass over the ring does not wait), copies iteration `g`'s tiles
+      into it and arrives on its "full" barrier, which the copies complete;
+    * the consumer warps wait on "full" as before, issue the product, wait
+      for the previous one (no barrier any more) and arrive on the previous
+      buffer's "empty" barrier; after the loop, once the last product is
+      done, on the last buffer's. The prologue copies go.
+
+    With `persistent`, the kernel is launched with as many programs as fit on
+    the GPU at once; each loops over the tiles `t = program, program + P,
+    ...` of the grid it was launched for (passed as three more `i32`
+    arguments, the function's `kiln.virtual_grid` says where), with
+    `kiln.program_id` and `kiln.num_programs` rewritten to that tile's. The
+    producer and the consumers run the same tile loop, counting the ring's
+    iterations `g` across tiles, so the producer fills the ring for the
+    next tile while the consumers run this tile's epilogue.
+
+    Only the copies' coordinates and the loop's bounds run on the producer:
+    they must be scalars computed by pure ops. Other kernels are left as
+    they are.
+
+    Before:
+    ```mlir
+    kiln.async_tma_copy %ma[%r, %c0], %ra[%c0], %full[%c0] if %p0 ...
+    kiln.mbarrier_arrive %full[%c0] if %p0
+    %acc = scf.for %k = %c0 to %K step %c64 iter_args(%c = %zero) {
+      kiln.mbarrier_wait %full[%s], %ph
+      %d = kiln.dot %a, %b, %c {async}
+      %w = kiln.dot_wait %d {pendings = 1 : i32, sync}
+      kiln.async_tma_copy %ma[%r, %k2], %ra[%ahead], %full[%ahead] if %p
+      kiln.mbarrier_arrive %full[%ahead] if %p
+      scf.yield %w
+    }
+    %r = kiln.dot_wait %acc {pendings = 0 : i32}
+    ```
+    After:
+    ```mlir
+    kiln.mbarrier_init %empty {arrivals = 8 : i32}
+    kiln.producer warps(1) {
+      scf.for %k = %c0 to %K step %c64 {
+        kiln.mbarrier_wait %empty[%s], %free
+        kiln.async_tma_copy %ma[%r, %k], %ra[%s], %full[%s]
+        kiln.mbarrier_arrive %full[%s]
+      }
+    }
+    %acc = scf.for %k = %c0 to %K step %c64 iter_args(%c = %zero) {
+      kiln.mbarrier_wait %full[%s], %ph
+      %d = kiln.dot %a, %b, %c {async}
+      %w = kiln.dot_wait %d {pendings = 1 : i32}
+      kiln.mbarrier_arrive %empty[%prev] if %notFirst {per_warp}
+      scf.yield %w
+    }
+    %r = kiln.dot_wait %acc {pendings = 0 : i32}
+    kiln.mbarrier_arrive %empty[%last] if %any {per_warp}
+    ```
+  }];
+  let options = [Option<"persistent", "persistent", "bool", "false",
+                        "launch one program per resident slot, looping over the grid's tiles">];
+  let dependentDialects = ["::kiln::KilnDialect", "::mlir::scf::SCFDialect",
+                           "::mlir::arith::ArithDialect"];
+}
+
 def KilnRemoveLayoutConversions : Pass<"kiln-remove-layout-conversions", "mlir::ModuleOp"> {
   let summary = "Keep values in tensor-core layouts; carry them across loops";
   let description = [{

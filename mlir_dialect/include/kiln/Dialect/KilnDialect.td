@@ -27,6 +27,11 @@ def Kiln_Dialect : Dialect {
     /// Argument attribute of a `!kiln.tensormap` kernel argument: how the
     /// runtime encodes it (see -kiln-pipeline-loads).
     static constexpr ::llvm::StringLiteral getTensorMapAttrName() { return "kiln.tensormap"; }
+    /// Integer attribute of a persistent kernel (see -kiln-warp-specialize):
+    /// its arguments from this one on are the x, y, z extents of the grid it
+    /// was launched for, which the runtime passes; the hardware grid holds
+    /// the programs that fit on the GPU at once.
+    static constexpr ::llvm::StringLiteral getVirtualGridAttrName() { return "kiln.virtual_grid"; }
   }];
 }
 

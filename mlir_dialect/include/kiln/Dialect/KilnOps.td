@@ -360,14 +360,17 @@ def Kiln_MBarrierArriveOp : Kiln_Op<"mbarrier_arrive"> {
   let summary = "one arrival on a shared-memory barrier";
   let description = [{
     One thread of the program arrives on barrier `index` of `barriers`
-    (where `pred` holds, when given).
+    (where `pred` holds, when given). With `per_warp`, one thread of every
+    warp arrives, after the warp's earlier work (a barrier that counts one
+    arrival per warp: consumers saying they are done with a buffer).
 
     ```mlir
     kiln.mbarrier_arrive %bars[%i] : !kiln.shared<3x1xi64>
+    kiln.mbarrier_arrive %empty[%i] if %p {per_warp} : !kiln.shared<3x1xi64>
     ```
   }];
   let arguments = (ins Arg<Kiln_SharedType, "", [MemWrite]>:$barriers, I32:$index,
-                       Optional<I1>:$pred);
+                       Optional<I1>:$pred, UnitAttr:$per_warp);
   let assemblyFormat = "$barriers `[` $index `]` (`if` $pred^)? attr-dict `:` type($barriers)";
   let hasVerifier = 1;
 }
@@ -415,6 +418,36 @@ def Kiln_AsyncTmaCopyOp : Kiln_Op<"async_tma_copy"> {
     (`if` $pred^)? attr-dict
     `:` type($ring) `,` type($barriers)
   }];
+  let hasVerifier = 1;
+}
+
+def Kiln_ProducerOp : Kiln_Op<"producer", [SingleBlock, NoTerminator, RecursiveMemoryEffects]> {
+  let summary = "code that runs on warps of its own, beside the program's";
+  let description = [{
+    Warp specialisation. The body runs on `warps` extra warps of the
+    program (after its `kiln.num_warps` warps, which skip it), concurrently
+    with everything after the op, which only the program's own warps run.
+    The body works on scalars only (no tiles: they are distributed over the
+    program's warps) and talks to the rest of the program through
+    shared-memory barriers: a producer waits until a ring buffer is empty,
+    fills it with TMA copies and lets the copies complete its "full"
+    barrier; the program's warps wait on that barrier, compute, and arrive
+    on the buffer's "empty" barrier. It must be at the top level of a
+    kernel, and there may be one.
+
+    ```mlir
+    kiln.producer warps(1) {
+      scf.for %k = %c0 to %K step %c64 : i32 {
+        kiln.mbarrier_wait %empty[%s], %phase : !kiln.shared<3x1xi64>
+        kiln.async_tma_copy %map[%row, %k], %ring[%s], %full[%s] : ...
+        kiln.mbarrier_arrive %full[%s] : !kiln.shared<3x1xi64>
+      }
+    }
+    ```
+  }];
+  let arguments = (ins ConfinedAttr<I32Attr, [IntPositive]>:$warps);
+  let regions = (region SizedRegion<1>:$body);
+  let assemblyFormat = "`warps` `(` $warps `)` $body attr-dict";
   let hasVerifier = 1;
 }
 
