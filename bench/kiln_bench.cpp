@@ -97,7 +97,10 @@ template <class T = kiln::half> struct Product {
 };
 
 /// Times the tuned winner and labels the row with it.
-void reportTuned(benchmark::State &state, const Tuned &tuned, double flops) {
+void reportTuned(benchmark::State &state, const Tuned &tuned, double flops, const std::string &key) {
+  // Every candidate's time goes to stderr (when this run tuned).
+  for (const auto &r : tuned.results())
+    std::fprintf(stderr, "%s %s %.4f ms %s\n", key.c_str(), r.label.c_str(), r.ms, r.error.c_str());
   for (auto _ : state) {
     double ms = cuda::time_ms([&] { tuned.run(); }, 10, 2);
     report(state, ms, 0, flops);
@@ -152,7 +155,7 @@ template <bool BIAS> void BM_matmul(benchmark::State &state) {
                       ops::GroupedMatmul<f16, 128, 256, 64, 16>>(
           gpu(), key, TuneSpace({4, 8}, {2, 3, 4}, kSchedules), launch, prune);
   };
-  reportTuned(state, tune(), 2.0 * M * N * K);
+  reportTuned(state, tune(), 2.0 * M * N * K, (BIAS ? "bias+gelu " : "") + key);
 }
 
 /// Tuned bf16 matmul over the tiles that run on wgmma on Hopper.
@@ -169,7 +172,7 @@ void BM_matmul_bf16(benchmark::State &state) {
                         ops::Matmul<bf16, 128, 192, 64>, ops::GroupedMatmul<bf16, 128, 256, 64, 8>,
                         ops::GroupedMatmul<bf16, 128, 256, 64, 16>>(
       gpu(), "bf16 " + p.shape(), TuneSpace({4, 8}, {2, 3, 4}, kSchedules), launch, prune);
-  reportTuned(state, tuned, 2.0 * M * N * K);
+  reportTuned(state, tuned, 2.0 * M * N * K, "bf16 " + p.shape());
 }
 
 /// The prefill products of the GPT-2 decoder (QKV with bias, fc with
@@ -193,9 +196,7 @@ template <template <class, int, int, int> class Op> void BM_prefill(benchmark::S
                         Op<f16, 128, 64, 64>, Op<f16, 64, 128, 64>, Op<f16, 128, 128, 32>,
                         Op<f16, 128, 128, 64>>(
       gpu(), key, TuneSpace({4, 8}, {2, 3}, kSchedules), launch, prune);
-  for (const auto &r : tuned.results())
-    std::fprintf(stderr, "%s %s %.4f ms %s\n", key.c_str(), r.label.c_str(), r.ms, r.error.c_str());
-  reportTuned(state, tuned, 2.0 * M * N * K);
+  reportTuned(state, tuned, 2.0 * M * N * K, key);
 }
 
 /// Causal flash-attention prefill as the GPT-2 decoder runs it: B prompts of

@@ -275,7 +275,7 @@ LogicalResult convertKernel(func::FuncOp f, int threads) {
   Block &entry = gpuFunc.getBody().front();
   b.setInsertionPointToStart(&entry);
   Value t = gpu::ThreadIdOp::create(b, loc, gpu::Dimension::x);
-  state.tid = arith::IndexCastOp::create(b, loc, b.getI32Type(), t);
+  state.tid = state.entryTid = arith::IndexCastOp::create(b, loc, b.getI32Type(), t);
   Value w = arith::ConstantOp::create(b, loc, b.getI32IntegerAttr(32));
   state.lane = arith::RemUIOp::create(b, loc, state.tid, w);
   state.warp = arith::DivUIOp::create(b, loc, state.tid, w);
@@ -312,6 +312,24 @@ LogicalResult convertKernel(func::FuncOp f, int threads) {
       NVVM::SetMaxRegisterOp::create(b, loc, 40, NVVM::SetMaxRegisterAction::decrease);
       b.setInsertionPointToStart(otherwise);
       NVVM::SetMaxRegisterOp::create(b, loc, consumers, NVVM::SetMaxRegisterAction::increase);
+    }
+    // A persistent kernel's consumers run one loop over tiles. Their thread
+    // coordinates are read afresh in each tile (a read the compiler may not
+    // move): hoisted out of the loop, every per-thread offset computed from
+    // them would stay live across all tiles, in registers the products need.
+    scf::ForOp tiles;
+    for (auto loop : otherwise->getOps<scf::ForOp>())
+      tiles = loop;
+    if (virtualGrid && tiles) {
+      b.setInsertionPointToStart(tiles.getBody());
+      auto read = LLVM::InlineAsmOp::create(b, loc, b.getI32Type(), ValueRange{}, "mov.u32 $0, %tid.x;", "=r",
+                                            /*has_side_effects=*/true, /*is_align_stack=*/false,
+                                            LLVM::tailcallkind::TailCallKind::None, LLVM::AsmDialectAttr(),
+                                            ArrayAttr());
+      state.tid = read.getResult(0);
+      Value w = arith::ConstantOp::create(b, loc, b.getI32IntegerAttr(32));
+      state.lane = arith::RemUIOp::create(b, loc, state.tid, w);
+      state.warp = arith::DivUIOp::create(b, loc, state.tid, w);
     }
   }
 

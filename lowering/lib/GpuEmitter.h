@@ -99,8 +99,12 @@ struct LoweringState {
   LoweringState(int threads, gpu::GPUModuleOp module) : threads(threads), module(module) {}
   int threads;
   gpu::GPUModuleOp module;
-  /// Thread, lane and warp index (i32), computed at the kernel's entry.
+  /// Thread, lane and warp index (i32), computed at the kernel's entry (in
+  /// a persistent kernel, at the start of each tile: see convertKernel).
   Value tid, lane, warp;
+  /// The thread index computed at the kernel's entry, for the ops that run
+  /// before the program's warps and any producer warps part.
+  Value entryTid;
   /// The elements each source value was lowered to; a tile that holds one
   /// value for every element (a splat, and what is computed from splats
   /// alone) is held as that one value. The conversion's own mapping holds

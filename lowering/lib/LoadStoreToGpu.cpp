@@ -418,7 +418,8 @@ Value Emitter::electedThread(Operation *op, Value pred) {
   bool producer = false;
   for (Operation *p = op->getParentOp(); p && !producer; p = p->getParentOp())
     producer = p->hasAttr(kProducerBranchName);
-  Value first = producer ? Value(arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, tid, i32(threads)))
+  Value first = producer ? Value(arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, state.entryTid,
+                                                       i32(threads)))
                          : isZero(tid);
   return pred ? Value(arith::AndIOp::create(b, loc, first, pred)) : first;
 }
@@ -430,7 +431,7 @@ LogicalResult Emitter::emitBarrier(kiln::BarrierOp) {
 
 LogicalResult Emitter::emitMBarrierInit(kiln::MBarrierInitOp op) {
   auto ring = cast<kiln::SharedType>(op.getBarriers().getType());
-  onlyIf(isZero(tid), [&] {
+  onlyIf(isZero(state.entryTid), [&] {
     for (int64_t s = 0; s < ring.getStages(); ++s)
       inlinePtx(b, loc, {barrierAddr(op.getBarriers(), i32(s)), i32(op.getArrivals())},
                 "mbarrier.init.shared::cta.b64 [$0], $1;", "r,r");
