@@ -399,7 +399,9 @@ private:
   void barrier() {
     if (state.producerThreads == 0)
       return barrierAll();
-    NVVM::BarrierOp::create(b, loc, TypeRange{}, i32(1), i32(threads), {}, Value{});
+    Value id = i32(1);
+    Value count = i32(threads);
+    NVVM::BarrierOp::create(b, loc, TypeRange{}, id, count, {}, Value{});
   }
   /// Synchronises every thread of the CTA (producer warps included).
   void barrierAll() { gpu::BarrierOp::create(b, loc); }

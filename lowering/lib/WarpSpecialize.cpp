@@ -204,7 +204,9 @@ struct Builder {
   Value lt(Value x, Value y) { return arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt, x, y); }
   /// Iterations of `for lb to ub step s` (s > 0).
   Value trips(Value lb, Value ub, Value step) {
-    Value n = div(add(sub(ub, lb), sub(step, cst(1))), step);
+    Value span = sub(ub, lb);
+    Value rounded = add(span, sub(step, cst(1)));
+    Value n = div(rounded, step);
     return arith::MaxSIOp::create(b, loc, n, cst(0));
   }
   /// The tile's program ids for tile `t` of a grid of extents `grid`, x fastest.

@@ -33,8 +33,8 @@
 // CHECK-NEXT: %[[C32:.*]] = arith.constant 32 : i32
 // CHECK-NEXT: %[[LANE:.*]] = arith.remui %[[OWN]], %[[C32]]
 // CHECK: mbarrier.try_wait.parity
-// CHECK: %[[N:.*]] = arith.constant 256 : i32
-// CHECK-NEXT: %[[ID:.*]] = arith.constant 1 : i32
+// CHECK: %[[ID:.*]] = arith.constant 1 : i32
+// CHECK-NEXT: %[[N:.*]] = arith.constant 256 : i32
 // CHECK-NEXT: nvvm.barrier id = %[[ID]] number_of_threads = %[[N]]
 // CHECK-NOT: gpu.barrier
 // CHECK: %[[L0:.*]] = arith.cmpi eq, %[[LANE]], %{{.*}}
