@@ -201,7 +201,6 @@ struct Builder {
   Value mul(Value x, Value y) { return arith::MulIOp::create(b, loc, x, y); }
   Value div(Value x, Value y) { return arith::DivSIOp::create(b, loc, x, y); }
   Value rem(Value x, Value y) { return arith::RemSIOp::create(b, loc, x, y); }
-  Value lt(Value x, Value y) { return arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt, x, y); }
   /// Iterations of `for lb to ub step s` (s > 0).
   Value trips(Value lb, Value ub, Value step) {
     Value span = sub(ub, lb);
@@ -275,6 +274,7 @@ void specialize(func::FuncOp f, Plan &p, bool persistent, int numWarps) {
   // counts the ring's iterations across tiles.
   Value base = h.cst(0);
   SmallVector<Value> grid;
+  Value program, programs, total; // the hardware grid's, and the tiles
   scf::ForOp tiles;
   if (persistent) {
     unsigned first = f.getNumArguments();
@@ -289,9 +289,9 @@ void specialize(func::FuncOp f, Plan &p, bool persistent, int numWarps) {
       if (isa<kiln::ProgramIdOp, kiln::NumProgramsOp>(op))
         info.push_back(op);
     });
-    Value program = kiln::ProgramIdOp::create(b, loc, b.getI32Type(), 0);
-    Value programs = kiln::NumProgramsOp::create(b, loc, b.getI32Type(), 0);
-    Value total = h.mul(h.mul(grid[0], grid[1]), grid[2]);
+    program = kiln::ProgramIdOp::create(b, loc, b.getI32Type(), 0);
+    programs = kiln::NumProgramsOp::create(b, loc, b.getI32Type(), 0);
+    total = h.mul(h.mul(grid[0], grid[1]), grid[2]);
     tiles = scf::ForOp::create(b, loc, program, total, programs, ValueRange{base}, yieldCarried);
     Block *body = tiles.getBody();
     // Everything after the loop header (up to the return) is the tile's work.
@@ -306,12 +306,9 @@ void specialize(func::FuncOp f, Plan &p, bool persistent, int numWarps) {
       op->erase();
     }
     base = tiles.getRegionIterArg(0);
-    b.setInsertionPoint(body->getTerminator());
-    Value next = h.add(base, h.trips(p.loop.getLowerBound(), p.loop.getUpperBound(), p.loop.getStep()));
-    body->getTerminator()->setOperands(ValueRange{next});
     b.setInsertionPoint(tiles);
   } else {
-    b.setInsertionPointAfter(empty->getNextNode()); // after its initialisation
+    b.setInsertionPointAfter(base.getDefiningOp()); // after the barriers and the count's start
   }
 
   // The producer, before the consumers' code: the copies' coordinates and
@@ -333,27 +330,22 @@ void specialize(func::FuncOp f, Plan &p, bool persistent, int numWarps) {
     OpBuilder::InsertionGuard guard(b);
     b.setInsertionPointToStart(pbody);
     IRMapping map;
-    Value pbase = h.cst(0);
+    Value pbase = base;
+    scf::ForOp ptiles;
     if (tiles) {
-      Value program = kiln::ProgramIdOp::create(b, loc, b.getI32Type(), 0);
-      Value programs = kiln::NumProgramsOp::create(b, loc, b.getI32Type(), 0);
-      Value total = h.mul(h.mul(grid[0], grid[1]), grid[2]);
-      auto ptiles = scf::ForOp::create(b, loc, program, total, programs, ValueRange{pbase}, yieldCarried);
+      ptiles = scf::ForOp::create(b, loc, program, total, programs, ValueRange{tiles.getInitArgs()}, yieldCarried);
       map.map(tiles.getInductionVar(), ptiles.getInductionVar());
-      map.map(tiles.getRegionIterArg(0), ptiles.getRegionIterArg(0));
+      map.map(base, ptiles.getRegionIterArg(0));
       pbase = ptiles.getRegionIterArg(0);
       b.setInsertionPointToStart(ptiles.getBody());
-      for (Operation *op : outer)
-        b.clone(*op, map);
-      buildProducerLoop(b, p, empty, pbase, map, inLoop);
-      Value next = h.add(pbase, h.trips(map.lookupOrDefault(p.loop.getLowerBound()),
-                                        map.lookupOrDefault(p.loop.getUpperBound()),
-                                        map.lookupOrDefault(p.loop.getStep())));
-      ptiles.getBody()->getTerminator()->setOperands(ValueRange{next});
-    } else {
-      for (Operation *op : outer)
-        b.clone(*op, map);
-      buildProducerLoop(b, p, empty, pbase, map, inLoop);
+    }
+    for (Operation *op : outer)
+      b.clone(*op, map);
+    buildProducerLoop(b, p, empty, pbase, map, inLoop);
+    if (ptiles) {
+      Value n = h.trips(map.lookupOrDefault(p.loop.getLowerBound()), map.lookupOrDefault(p.loop.getUpperBound()),
+                        map.lookupOrDefault(p.loop.getStep()));
+      ptiles.getBody()->getTerminator()->setOperands(ValueRange{h.add(pbase, n)});
     }
   }
 
@@ -384,6 +376,12 @@ void specialize(func::FuncOp f, Plan &p, bool persistent, int numWarps) {
   Value lastStage = h.rem(h.add(base, h.sub(n, h.cst(1))), h.cst(p.stages));
   Value any = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::sgt, n, h.cst(0));
   kiln::MBarrierArriveOp::create(b, loc, empty, lastStage, any, true);
+  // The next tile's ring iterations follow this one's.
+  if (tiles) {
+    Operation *yield = tiles.getBody()->getTerminator();
+    b.setInsertionPoint(yield);
+    yield->setOperands(ValueRange{h.add(base, n)});
+  }
 }
 
 struct KilnWarpSpecializePass : kiln::impl::KilnWarpSpecializeBase<KilnWarpSpecializePass> {

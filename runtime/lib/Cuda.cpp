@@ -356,16 +356,10 @@ struct GpuExecutable::State {
 };
 
 namespace {
-/// The dynamic shared memory a kernel needs: the lowering records it as the
-/// initializer of the global `kiln_smem_bytes` (absent: none).
-unsigned sharedBytesOf(const std::string &ptx) {
-  const std::string key = "kiln_smem_bytes = ";
-  std::size_t at = ptx.find(key);
-  return at == std::string::npos ? 0u : unsigned(std::stoul(ptx.substr(at + key.size(), 16)));
-}
 /// An integer the lowering records as the initializer of global `name`
-/// (absent: `otherwise`): the threads per CTA of a kernel with producer
-/// warps (kiln_threads), the first grid parameter of a persistent kernel
+/// (absent: `otherwise`): the dynamic shared memory a kernel needs
+/// (kiln_smem_bytes), the threads per CTA of a kernel with producer warps
+/// (kiln_threads), the first grid parameter of a persistent kernel
 /// (kiln_virtual_grid).
 int recordedOr(const std::string &ptx, const std::string &name, int otherwise) {
   const std::string key = name + " = ";
@@ -423,7 +417,7 @@ constexpr int kMultiprocessorCount = 16;       // CU_DEVICE_ATTRIBUTE_MULTIPROCE
 
 GpuExecutable::GpuExecutable(std::string ptx, std::string name, int threads)
     : ptx_(std::move(ptx)), name_(std::move(name)), threads_(recordedOr(ptx_, "kiln_threads", threads)),
-      sharedBytes_(sharedBytesOf(ptx_)), state_(std::make_unique<State>()) {
+      sharedBytes_(unsigned(recordedOr(ptx_, "kiln_smem_bytes", 0))), state_(std::make_unique<State>()) {
   state_->maps = tensorMapsOf(ptx_);
   state_->virtualGrid = recordedOr(ptx_, "kiln_virtual_grid", -1);
   state_->encoded.resize(state_->maps.size());

@@ -325,28 +325,25 @@ TEST_CASE("a persistent matmul runs more tiles than fit on the GPU at once, in g
     CHECK(ptx.find("kiln_virtual_grid") != std::string::npos);
     CHECK(ptx.find("kiln_threads") != std::string::npos);
   }
+  auto run = [&](int M, int N, int K, unsigned seed) {
+    CAPTURE(M);
+    CAPTURE(N);
+    CAPTURE(K);
+    auto a = test::random_vector<half>(std::size_t(M) * K, seed);
+    auto b = test::random_vector<half>(std::size_t(K) * N, seed + 1);
+    std::vector<half> c(std::size_t(M) * N, half(-5.0f));
+    Mem da(a);
+    Mem db(b);
+    Mem dc(c);
+    k.launch(Grid(ceil_div(M, 64), ceil_div(N, 64)), da(), db(), dc(), M, N, K, K, N, N);
+    check(dc.fetch(), ref::matmul(a, b, M, N, K), 1e-2, 1e-2);
+  };
   // 33 x 18 = 594 tiles of 64 x 64: more than an H200's 132 multiprocessors
   // hold at once (3 programs each with these rings); K = 200 leaves a
   // ragged last step.
-  const int M = 2100, N = 1100, K = 200;
-  auto a = test::random_vector<half>(std::size_t(M) * K, 91);
-  auto b = test::random_vector<half>(std::size_t(K) * N, 92);
-  std::vector<half> c(std::size_t(M) * N, half(-5.0f));
-  Mem da(a);
-  Mem db(b);
-  Mem dc(c);
-  k.launch(Grid(ceil_div(M, 64), ceil_div(N, 64)), da(), db(), dc(), M, N, K, K, N, N);
-  check(dc.fetch(), ref::matmul(a, b, M, N, K), 1e-2, 1e-2);
+  run(2100, 1100, 200, 91);
   // The same kernel on a grid of fewer tiles than programs that fit.
-  const int m = 300, n = 190, kk = 72;
-  auto a2 = test::random_vector<half>(std::size_t(m) * kk, 93);
-  auto b2 = test::random_vector<half>(std::size_t(kk) * n, 94);
-  std::vector<half> c2(std::size_t(m) * n, half(-5.0f));
-  Mem da2(a2);
-  Mem db2(b2);
-  Mem dc2(c2);
-  k.launch(Grid(ceil_div(m, 64), ceil_div(n, 64)), da2(), db2(), dc2(), m, n, kk, kk, n, n);
-  check(dc2.fetch(), ref::matmul(a2, b2, m, n, kk), 1e-2, 1e-2);
+  run(300, 190, 72, 93);
 }
 
 TEST_CASE("tensor-core tiles on operands that are not 16-byte aligned match the reference") {
