@@ -51,6 +51,16 @@ public:
           "cublasGemmEx");
   }
 
+  /// C(M, N) = A(M, K) @ B(K, N), row-major f32 on tensor cores with TF32
+  /// operands (CUBLAS_COMPUTE_32F_FAST_TF32); with `bt`, `b` holds B
+  /// transposed, (N, K) row-major.
+  void matmul_tf32(const void *a, const void *b, void *c, int M, int N, int K, bool bt) {
+    float alpha = 1, beta = 0;
+    check(gemm_(handle_, bt ? CUBLAS_OP_T : CUBLAS_OP_N, CUBLAS_OP_N, N, M, K, &alpha, b, CUDA_R_32F, bt ? K : N,
+                a, CUDA_R_32F, K, &beta, c, CUDA_R_32F, N, CUBLAS_COMPUTE_32F_FAST_TF32, CUBLAS_GEMM_DEFAULT),
+          "cublasGemmEx (TF32)");
+  }
+
   /// C = gelu_tanh(A @ B + bias) with cuBLASLt's fused GELU_BIAS epilogue.
   void matmul_bias_gelu(const void *a, const void *b, const void *bias, void *c, int M, int N, int K) {
     cublasLtMatmulDesc_t desc;

@@ -175,6 +175,43 @@ void BM_matmul_bf16(benchmark::State &state) {
   reportTuned(state, tuned, 2.0 * M * N * K, "bf16 " + p.shape());
 }
 
+/// Tuned f32 matmul on TF32 tensor cores (wgmma on sm_90a), B as (K, N) or,
+/// with BT, transposed (N, K); cuBLAS with TF32 in the same process is
+/// BM_cublas_tf32.
+template <bool BT> void BM_matmul_tf32(benchmark::State &state) {
+  Product<float> p(state);
+  auto &[M, K, N, a, b, bias, c] = p;
+  auto launch = [&](const auto &k) {
+    using Kern = typename std::decay_t<decltype(k)>::kernel_type;
+    k.launch(Grid(ceil_div(M, Kern::BM), ceil_div(N, Kern::BN)), a.data(), b.data(), c.data(), M, N, K, K,
+             BT ? K : N, N);
+  };
+  // TF32 wgmma needs 16 rows per warp (a warpgroup per 64 rows); other
+  // warp counts would time the f32 FMA fallback.
+  auto prune_tf32 = [](const std::string &label) {
+    int bm = std::stoi(label.substr(label.find('_') + 1));
+    int warps = std::stoi(label.substr(label.find("/w") + 2));
+    return bm != 16 * warps;
+  };
+  std::string key = std::string("tf32 ") + (BT ? "B^T " : "") + p.shape();
+  auto tuned = autotune<ops::MatmulTF32<128, 128, 32, BT>, ops::MatmulTF32<128, 256, 32, BT>,
+                        ops::MatmulTF32<128, 128, 64, BT>, ops::MatmulTF32<64, 256, 32, BT>,
+                        ops::MatmulTF32<128, 256, 32, BT, 8>, ops::MatmulTF32<128, 256, 32, BT, 16>>(
+      gpu(), key, TuneSpace({4, 8}, {2, 3, 4}, kSchedules), launch, prune_tf32);
+  reportTuned(state, tuned, 2.0 * M * N * K, key);
+}
+
+/// cuBLAS's TF32 product (CUBLAS_COMPUTE_32F_FAST_TF32) on the same shapes.
+template <bool BT> void BM_cublas_tf32(benchmark::State &state) {
+  Product<float> p(state);
+  auto &[M, K, N, a, b, bias, c] = p;
+  bench::Cublas blas;
+  for (auto _ : state) {
+    double ms = cuda::time_ms([&] { blas.matmul_tf32(a.data(), b.data(), c.data(), M, N, K, BT); }, 10, 2);
+    report(state, ms, 0, 2.0 * M * N * K);
+  }
+}
+
 /// The prefill products of the GPT-2 decoder (QKV with bias, fc with
 /// bias+gelu, projections with bias and the residual added in place), tuned
 /// over tile shapes, warps and stages at the shapes a batch of prompts
@@ -323,6 +360,10 @@ BENCHMARK(BM_cublas<false, kiln::bfloat16>)->Args({4096, 4096, 4096})->Args({819
 BENCHMARK(BM_cublas<false>)->Args({4096, 4096, 4096})->Args({8192, 8192, 8192})->UseManualTime()->Unit(benchmark::kMillisecond)->Iterations(1);
 BENCHMARK(BM_cublas<true>)->Args({8192, 768, 3072})->Args({8192, 4096, 4096})
     ->UseManualTime()->Unit(benchmark::kMillisecond)->Iterations(1);
+BENCHMARK(BM_matmul_tf32<true>)->Args({4096, 4096, 4096})->Args({8192, 8192, 8192})->UseManualTime()->Unit(benchmark::kMillisecond)->Iterations(1);
+BENCHMARK(BM_cublas_tf32<true>)->Args({4096, 4096, 4096})->Args({8192, 8192, 8192})->UseManualTime()->Unit(benchmark::kMillisecond)->Iterations(1);
+BENCHMARK(BM_matmul_tf32<false>)->Args({4096, 4096, 4096})->UseManualTime()->Unit(benchmark::kMillisecond)->Iterations(1);
+BENCHMARK(BM_cublas_tf32<false>)->Args({4096, 4096, 4096})->UseManualTime()->Unit(benchmark::kMillisecond)->Iterations(1);
 BENCHMARK(BM_attention_prefill<64>)->Args({8, 12, 1024})->UseManualTime()->Unit(benchmark::kMicrosecond)->Iterations(1);
 BENCHMARK(BM_attention_prefill<128>)->Args({4, 16, 4096})->UseManualTime()->Unit(benchmark::kMicrosecond)->Iterations(1);
 BENCHMARK(BM_attention_prefill<64, 128, 8>)->Args({8, 12, 1024})->UseManualTime()->Unit(benchmark::kMicrosecond)->Iterations(1);

@@ -367,9 +367,11 @@ V atomic_add(V p, V value) {
   return wrap(kiln::AtomicAddOp::create(b(), loc(), b().getI32Type(), val(p), val(value)));
 }
 
-V dot(V a, V bv, V acc) {
+V dot(V a, V bv, V acc, bool tf32) {
   Value c = val(acc);
-  return wrap(kiln::DotOp::create(b(), loc(), c.getType(), val(a), val(bv), c));
+  auto dot = kiln::DotOp::create(b(), loc(), c.getType(), val(a), val(bv), c);
+  dot.setTf32(tf32);
+  return wrap(dot);
 }
 
 V reduce(RedOp op, V v, int axis) {

@@ -113,7 +113,7 @@ struct GpuTypeConverter : TypeConverter {
 /// value, as __grid_constant__ parameters), and the global kiln_tensormaps
 /// holds, for each, how to encode it from the other arguments: its count,
 /// then per map {argument, base, rows, cols, stride, box rows, box cols,
-/// element type (0 f16, 1 bf16)}.
+/// element type (0 f16, 1 bf16, 2 f32)}.
 LogicalResult recordTensorMaps(func::FuncOp f, gpu::GPUFuncOp gpuFunc, gpu::GPUModuleOp module) {
   using namespace kiln::gpu_lowering;
   SmallVector<int32_t> args, table{0};
@@ -127,13 +127,14 @@ LogicalResult recordTensorMaps(func::FuncOp f, gpu::GPUFuncOp gpuFunc, gpu::GPUM
       return f.emitError("convert-kiln-to-gpu: tensor-map argument ")
              << arg.getArgNumber() << " has no complete kiln.tensormap attribute";
     auto ptr = dyn_cast<kiln::PtrType>(f.getArgument(field("base").getInt()).getType());
-    if (!ptr || !(ptr.getPointeeType().isF16() || ptr.getPointeeType().isBF16()))
-      return f.emitError("convert-kiln-to-gpu: tensor maps describe f16 or bf16 tensors");
+    Type elem = ptr ? ptr.getPointeeType() : Type();
+    if (!ptr || !(elem.isF16() || elem.isBF16() || elem.isF32()))
+      return f.emitError("convert-kiln-to-gpu: tensor maps describe f16, bf16 or f32 tensors");
     args.push_back(int32_t(arg.getArgNumber()));
     table[0] += 1;
     table.append({int32_t(arg.getArgNumber()), int32_t(field("base").getInt()), int32_t(field("rows").getInt()),
                   int32_t(field("cols").getInt()), int32_t(field("stride").getInt()), box[0], box[1],
-                  ptr.getPointeeType().isBF16() ? 1 : 0});
+                  elem.isBF16() ? 1 : elem.isF32() ? 2 : 0});
   }
   if (args.empty())
     return success();

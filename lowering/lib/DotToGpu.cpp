@@ -53,6 +53,12 @@ Emitter::SmemTile Emitter::operandTile(Value v, int64_t &scratchOffset, int64_t 
   Value src = cvt ? cvt.getSrc() : v;
   auto tile = cast<RankedTensorType>(src.getType());
   int64_t base = llvm::alignTo(scratchOffset, align);
+  if (layout.getTransposed()) {
+    // Staged as its transpose (a TF32 product's B, read K-major).
+    scratchOffset = base + spillTransposed(src, base, layout.getSwizzle());
+    auto stored = RankedTensorType::get({tile.getDimSize(1), tile.getDimSize(0)}, tile.getElementType());
+    return SmemTile{i32(scratchBase + base), stored, layout.getSwizzle(), /*transposed=*/true};
+  }
   scratchOffset = base + spill(src, base, layout.getSwizzle());
   return SmemTile{i32(scratchBase + base), tile, layout.getSwizzle()};
 }
@@ -228,9 +234,16 @@ LogicalResult Emitter::emitWgmmaDot(kiln::DotOp dot, const Mma &m) {
   int64_t scratch = 0;
   SmemTile ta = aInRegisters ? SmemTile{} : operandTile(dot.getA(), scratch, 1024);
   SmemTile tb = operandTile(dot.getB(), scratch, 1024);
+  // TF32 (f32 operands): 8-deep steps over 32-column panels, both operands
+  // K-major (wgmma transposes 16-bit operands only).
+  bool tf32 = in.isF32();
+  int64_t elemBytes = tf32 ? 4 : 2, panelCols = panelColsOf(elemBytes), kStep = tf32 ? 8 : 16;
   if ((!aInRegisters && (!ta.swizzled || ta.transposed)) || !tb.swizzled || m.wn != 1 || M != 16 * m.wm)
     return dot.emitError("convert-kiln-to-gpu: a wgmma product reads swizzled operands, A not "
                          "transposed, 64 rows per warpgroup");
+  if (tf32 && (aInRegisters || !tb.transposed))
+    return dot.emitError("convert-kiln-to-gpu: a TF32 wgmma product reads both operands K-major from "
+                         "shared memory");
   if (scratch > 0) {
     if (scratchBase % 1024 != 0)
       return dot.emitError("convert-kiln-to-gpu: the scratch area is not 1024-byte aligned for wgmma");
@@ -256,16 +269,16 @@ LogicalResult Emitter::emitWgmmaDot(kiln::DotOp dot, const Mma &m) {
   };
   constexpr int64_t kRowBytes = 128, kGroupBytes = 8 * kRowBytes;
   // Byte offset of element (row, k) of a K-major tile of `rows` rows
-  // (64-column panels of rows x 128 bytes; see swizzled), before swizzling.
+  // (panels of rows x 128 bytes; see swizzled), before swizzling.
   auto kMajor = [&](int64_t rows, int64_t row, int64_t k) {
-    return (k / kPanelCols) * rows * kRowBytes + row * kRowBytes + (k % kPanelCols) * 2;
+    return (k / panelCols) * rows * kRowBytes + row * kRowBytes + (k % panelCols) * elemBytes;
   };
   // Warpgroup g computes rows [64 g, 64 g + 64).
   Value group = arith::DivUIOp::create(b, loc, warp, i32(4));
   Value aGroup = aInRegisters ? Value()
                               : Value(arith::AddIOp::create(b, loc, ta.base,
                                                             arith::MulIOp::create(b, loc, group, i32(64 * kRowBytes))));
-  NVVM::WGMMATypes type = in.isF16() ? NVVM::WGMMATypes::f16 : NVVM::WGMMATypes::bf16;
+  NVVM::WGMMATypes type = tf32 ? NVVM::WGMMATypes::tf32 : in.isF16() ? NVVM::WGMMATypes::f16 : NVVM::WGMMATypes::bf16;
   Type f32 = b.getF32Type();
   auto accType = LLVM::LLVMStructType::getLiteral(ctx, SmallVector<Type>(N / 2, f32));
   SmallVector<Value> acc = raw(dot.getAcc());
@@ -291,7 +304,7 @@ LogicalResult Emitter::emitWgmmaDot(kiln::DotOp dot, const Mma &m) {
   }
   // The accumulator registers are the wgmma's from here until the wait.
   NVVM::WgmmaFenceAlignedOp::create(b, loc);
-  for (int64_t k0 = 0; k0 < K; k0 += 16) {
+  for (int64_t k0 = 0; k0 < K; k0 += kStep) {
     Value descB;
     int64_t kRows = tb.type.getDimSize(0);
     if (tb.transposed) // the source (N x K) is K-major: B in wgmma's own orientation
@@ -306,7 +319,7 @@ LogicalResult Emitter::emitWgmmaDot(kiln::DotOp dot, const Mma &m) {
     }
     Value descA = descriptor(arith::AddIOp::create(b, loc, aGroup, i32(kMajor(M, 0, k0))), 16, kGroupBytes);
     d = NVVM::WgmmaMmaAsyncOp::create(
-        b, loc, accType, d, descA, descB, NVVM::MMAShapeAttr::get(ctx, 64, int(N), 16), type, type,
+        b, loc, accType, d, descA, descB, NVVM::MMAShapeAttr::get(ctx, 64, int(N), int(kStep)), type, type,
         NVVM::WGMMATypes::f32, accumulate ? NVVM::WGMMAScaleOut::one : NVVM::WGMMAScaleOut::zero,
         NVVM::WGMMAScaleIn::one, NVVM::WGMMAScaleIn::one,
         NVVM::MMALayout::row, tb.transposed ? NVVM::MMALayout::col : NVVM::MMALayout::row,

@@ -25,6 +25,7 @@
 #include "kiln/Lowering/Passes.h"
 
 #include "Analysis/AxisInfo.h"
+#include "Layouts/LayoutUtils.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
@@ -444,40 +445,37 @@ private:
       v = arith::TruncIOp::create(b, loc, elem, v);
     return v;
   }
-  /// Index of element (row, col) of a (rows, cols) 16-bit matrix in shared
-  /// memory with its 16-byte chunks XOR-swizzled by the row, so that the eight
-  /// rows an ldmatrix reads fall in different banks. Rows longer than 128
-  /// bytes are stored as 64-column panels (rows x 64 each, one after the
-  /// other): each panel is then exactly the 128-byte swizzle of wgmma's
+  /// Index of element (row, col) of a (rows, cols) matrix of `elemBytes`-byte
+  /// elements (2 or 4) in shared memory with its 16-byte chunks XOR-swizzled
+  /// by the row, so that the eight rows an ldmatrix reads fall in different
+  /// banks. Rows longer than 128 bytes are stored as panels of 128-byte rows
+  /// (64 16-bit or 32 32-bit columns; rows x panel columns each, one after
+  /// the other): each panel is then exactly the 128-byte swizzle of wgmma's
   /// matrix descriptors (and of TMA), 16-byte chunk c of row r at chunk
   /// c ^ (r % 8) of its 128-byte row, on a 1024-byte aligned base.
-  Value swizzled(Value row, Value col, int64_t rows, int64_t cols) {
-    if (cols > kPanelCols) {
-      Value panel = arith::DivUIOp::create(b, loc, col, i32(kPanelCols));
-      Value within = arith::RemUIOp::create(b, loc, col, i32(kPanelCols));
-      return arith::AddIOp::create(b, loc, arith::MulIOp::create(b, loc, panel, i32(rows * kPanelCols)),
-                                   swizzled(row, within, rows, kPanelCols));
+  Value swizzled(Value row, Value col, int64_t rows, int64_t cols, int64_t elemBytes) {
+    int64_t panelCols = panelColsOf(elemBytes), chunkElems = 16 / elemBytes;
+    if (cols > panelCols) {
+      Value panel = arith::DivUIOp::create(b, loc, col, i32(panelCols));
+      Value within = arith::RemUIOp::create(b, loc, col, i32(panelCols));
+      return arith::AddIOp::create(b, loc, arith::MulIOp::create(b, loc, panel, i32(rows * panelCols)),
+                                   swizzled(row, within, rows, panelCols, elemBytes));
     }
-    int64_t chunks = cols / 8;
+    int64_t chunks = cols / chunkElems;
     int64_t mask = std::min<int64_t>(chunks, 8) - 1;
-    Value chunk = arith::DivUIOp::create(b, loc, col, i32(8));
-    Value within = arith::RemUIOp::create(b, loc, col, i32(8));
+    Value chunk = arith::DivUIOp::create(b, loc, col, i32(chunkElems));
+    Value within = arith::RemUIOp::create(b, loc, col, i32(chunkElems));
     Value perm = arith::XOrIOp::create(b, loc, chunk, arith::AndIOp::create(b, loc, row, i32(mask)));
     return arith::AddIOp::create(
         b, loc, arith::MulIOp::create(b, loc, row, i32(cols)),
-        arith::AddIOp::create(b, loc, arith::MulIOp::create(b, loc, perm, i32(8)), within));
+        arith::AddIOp::create(b, loc, arith::MulIOp::create(b, loc, perm, i32(chunkElems)), within));
   }
-  /// Columns of a panel of a swizzled 16-bit tile (128 bytes).
-  static constexpr int64_t kPanelCols = 64;
-  static bool swizzlable(int64_t cols) {
-    return cols % 64 == 0 || (cols % 8 == 0 && llvm::isPowerOf2_64(uint64_t(cols / 8)));
-  }
-  /// 2-D 16-bit tiles whose rows are swizzlable are kept swizzled in shared
-  /// memory, as ldmatrix wants them.
-  static bool keepsSwizzled(RankedTensorType t) {
-    return t.getRank() == 2 && t.getElementType().getIntOrFloatBitWidth() == 16 &&
-           swizzlable(t.getShape().back());
-  }
+  /// Columns of a panel of a swizzled tile (128 bytes of a row).
+  static constexpr int64_t panelColsOf(int64_t elemBytes) { return 128 / elemBytes; }
+  /// Bytes per element of a tile that can be swizzled (16- or 32-bit elements).
+  static int64_t elemBytesOf(RankedTensorType t) { return t.getElementType().getIntOrFloatBitWidth() / 8; }
+  /// Tiles kept swizzled in shared memory (see kiln::layouts::keepsSwizzled).
+  static bool keepsSwizzled(RankedTensorType t) { return kiln::layouts::keepsSwizzled(t); }
 
   /// A tile in shared memory: where it starts (bytes, dynamic) and how its
   /// elements are laid out (row-major, 16-byte chunks swizzled or not).
@@ -497,7 +495,7 @@ private:
   /// Element index of (row, col) of a 2-D tile.
   Value tileIndex(const SmemTile &t, Value row, Value col) {
     if (t.swizzled)
-      return swizzled(row, col, t.type.getDimSize(0), t.cols());
+      return swizzled(row, col, t.type.getDimSize(0), t.cols(), elemBytesOf(t.type));
     return arith::AddIOp::create(b, loc, arith::MulIOp::create(b, loc, row, i32(t.cols())), col);
   }
   /// Element index of flat (row-major) element `flat`.
@@ -505,7 +503,8 @@ private:
     if (!t.swizzled)
       return flat;
     return swizzled(arith::DivUIOp::create(b, loc, flat, i32(t.cols())),
-                    arith::RemUIOp::create(b, loc, flat, i32(t.cols())), t.type.getDimSize(0), t.cols());
+                    arith::RemUIOp::create(b, loc, flat, i32(t.cols())), t.type.getDimSize(0), t.cols(),
+                    elemBytesOf(t.type));
   }
   Value tileAddr(const SmemTile &t, Value index) {
     Type elem = storageType(t.type.getElementType());
@@ -539,7 +538,7 @@ private:
     int64_t cols = tile.getShape().back();
     auto at = [&](Value row, Value col) -> Value {
       if (swizzle)
-        return swizzled(row, col, tile.getDimSize(0), cols);
+        return swizzled(row, col, tile.getDimSize(0), cols, byteSize(stored));
       return arith::AddIOp::create(b, loc, arith::MulIOp::create(b, loc, row, i32(cols)), col);
     };
     SmallVector<Value> own = raw(v);
@@ -576,7 +575,8 @@ private:
       if (!swizzle)
         return flat;
       return swizzled(arith::DivUIOp::create(b, loc, flat, i32(cols)),
-                      arith::RemUIOp::create(b, loc, flat, i32(cols)), tile.getDimSize(0), cols);
+                      arith::RemUIOp::create(b, loc, flat, i32(cols)), tile.getDimSize(0), cols,
+                      byteSize(stored));
     };
     for (int64_t j = 0; j < l.perThread; j += width) {
       if (width == 1) {
@@ -591,6 +591,36 @@ private:
                             width * byteSize(stored));
     }
     return bytes;
+  }
+
+  /// Writes every element this thread holds of the 2-D tile `v` (rows x
+  /// cols) transposed, element (r, c) at (c, r) of a (cols x rows) tile,
+  /// swizzled when `swizzle`: a TF32 product's B operand, K-major. Returns
+  /// bytes used.
+  int64_t spillTransposed(Value v, int64_t base, bool swizzle) {
+    auto tile = cast<RankedTensorType>(v.getType());
+    Type stored = storageType(tile.getElementType());
+    int64_t rows = tile.getDimSize(0), cols = tile.getDimSize(1);
+    auto store = [&](Value row, Value col, Value x) {
+      Value index = swizzle ? swizzled(col, row, cols, rows, byteSize(stored))
+                            : arith::AddIOp::create(b, loc, arith::MulIOp::create(b, loc, col, i32(rows)), row);
+      storeSmem(base, index, x);
+    };
+    SmallVector<Value> own = raw(v);
+    if (std::optional<Mma> acc = mmaOf(v); acc && own.size() > 1) {
+      for (int64_t j = 0; j < acc->perThread(); ++j) {
+        auto [row, col] = mmaRowCol(*acc, j);
+        store(row, col, own[j]);
+      }
+    } else {
+      Layout l = layoutOf(tile);
+      for (int64_t j = 0; j < l.perThread; ++j) {
+        Value flat = flatIndex(l, j);
+        store(arith::DivUIOp::create(b, loc, flat, i32(cols)), arith::RemUIOp::create(b, loc, flat, i32(cols)),
+              pick(own, j));
+      }
+    }
+    return tile.getNumElements() * byteSize(stored);
   }
 
   /// Elements per vector access for layout `l` and element type `t` (at most 16 bytes).
@@ -703,7 +733,7 @@ public:
   LogicalResult emitMBarrierArrive(kiln::MBarrierArriveOp op);
   LogicalResult emitMBarrierWait(kiln::MBarrierWaitOp op);
   /// One thread announces the tile's bytes to the barrier and copies it, one
-  /// bulk tensor copy per 64-column panel (the swizzled layout of swizzled()).
+  /// bulk tensor copy per 128-byte-wide panel (the swizzled layout of swizzled()).
   LogicalResult emitAsyncTmaCopy(kiln::AsyncTmaCopyOp op);
   /// The 32-bit shared-memory address of barrier `index` of ring `barriers`.
   Value barrierAddr(Value barriers, Value index);

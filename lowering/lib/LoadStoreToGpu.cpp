@@ -470,8 +470,9 @@ LogicalResult Emitter::emitMBarrierWait(kiln::MBarrierWaitOp op) {
 
 LogicalResult Emitter::emitAsyncTmaCopy(kiln::AsyncTmaCopyOp op) {
   RankedTensorType tile = cast<kiln::SharedType>(op.getRing().getType()).getTileType();
-  int64_t rows = tile.getDimSize(0), panels = tile.getDimSize(1) / kPanelCols;
-  int64_t panelBytes = rows * kPanelCols * 2;
+  int64_t panelCols = panelColsOf(elemBytesOf(tile));
+  int64_t rows = tile.getDimSize(0), panels = tile.getDimSize(1) / panelCols;
+  int64_t panelBytes = rows * 128;
   Value pred = electedThread(op, op.getPred() ? raw(op.getPred())[0] : Value());
   Value bar = barrierAddr(op.getBarriers(), raw(op.getBarrier())[0]);
   Value dst = LLVM::PtrToIntOp::create(b, loc, b.getI32Type(),
@@ -483,7 +484,7 @@ LogicalResult Emitter::emitAsyncTmaCopy(kiln::AsyncTmaCopyOp op) {
             "r,b");
   for (int64_t p = 0; p < panels; ++p) {
     Value to = arith::AddIOp::create(b, loc, dst, i32(p * panelBytes));
-    Value x = arith::AddIOp::create(b, loc, col, i32(p * kPanelCols));
+    Value x = arith::AddIOp::create(b, loc, col, i32(p * panelCols));
     inlinePtx(b, loc, {to, map, x, row, bar, pred},
               "@$5 cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes "
               "[$0], [$1, {$2, $3}], [$4];",

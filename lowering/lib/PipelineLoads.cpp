@@ -159,8 +159,11 @@ std::optional<std::pair<Start, Value>> matchBound(Value v, int64_t dim) {
 std::optional<TmaBlock> matchTmaBlock(kiln::LoadOp load) {
   auto tile = cast<RankedTensorType>(load.getType());
   Type elem = tile.getElementType();
-  if (tile.getRank() != 2 || !(elem.isF16() || elem.isBF16()) || tile.getDimSize(1) % 64 != 0 || tile.getDimSize(0) % 8 != 0 ||
-      tile.getDimSize(0) > 256 || !load.getMask())
+  // Whole 128-byte swizzle panels of 16-bit or f32 elements (TF32 products).
+  int64_t panelCols = elem.isF32() ? 32 : 64;
+  if (tile.getRank() != 2 || !(elem.isF16() || elem.isBF16() || elem.isF32()) ||
+      tile.getDimSize(1) % panelCols != 0 || tile.getDimSize(0) % 8 != 0 || tile.getDimSize(0) > 256 ||
+      !load.getMask())
     return std::nullopt;
   if (Value other = load.getOther()) {
     Attribute c;
@@ -470,7 +473,7 @@ struct PipelineLoadsPass : kiln::impl::KilnPipelineLoadsBase<PipelineLoadsPass> 
 
   /// Appends to `func` the tensor-map argument of `block`'s tensor, with
   /// what the runtime needs to encode it (kernel argument numbers, and the
-  /// box: the tile's rows by one 64-column panel).
+  /// box: the tile's rows by one 128-byte-wide panel).
   Value addTensorMap(func::FuncOp func, const TmaBlock &block, RankedTensorType tile, Location loc) {
     MLIRContext *ctx = func.getContext();
     Builder b(ctx);
@@ -479,7 +482,8 @@ struct PipelineLoadsPass : kiln::impl::KilnPipelineLoadsBase<PipelineLoadsPass> 
         b.getNamedAttr("rows", b.getI32IntegerAttr(int32_t(block.rows.getArgNumber()))),
         b.getNamedAttr("cols", b.getI32IntegerAttr(int32_t(block.cols.getArgNumber()))),
         b.getNamedAttr("stride", b.getI32IntegerAttr(int32_t(block.stride.getArgNumber()))),
-        b.getNamedAttr("box", b.getDenseI32ArrayAttr({int32_t(tile.getDimSize(0)), 64})),
+        b.getNamedAttr("box", b.getDenseI32ArrayAttr(
+                                  {int32_t(tile.getDimSize(0)), tile.getElementType().isF32() ? 32 : 64})),
     });
     unsigned index = func.getNumArguments();
     auto attrs = b.getDictionaryAttr({b.getNamedAttr(kiln::KilnDialect::getTensorMapAttrName(), recipe)});

@@ -270,6 +270,8 @@ LogicalResult DotOp::verify() {
     return emitOpError("operands must be f16, bf16 or f32, got ") << a.getElementType();
   if (!acc.getElementType().isF32())
     return emitOpError("accumulator must be f32, got ") << acc.getElementType();
+  if (getTf32() && !a.getElementType().isF32())
+    return emitOpError("tf32 applies to f32 operands, got ") << a.getElementType();
   if (a.getDimSize(1) != b.getDimSize(0))
     return emitOpError("K of lhs (") << a.getDimSize(1) << ") != K of rhs (" << b.getDimSize(0)
                                      << ")";
@@ -376,10 +378,12 @@ LogicalResult AsyncTmaCopyOp::verify() {
   if (failed(verifyBarriers(*this, getBarriers().getType())))
     return failure();
   RankedTensorType tile = cast<SharedType>(getRing().getType()).getTileType();
-  if (tile.getRank() != 2 || tile.getElementType().getIntOrFloatBitWidth() != 16 ||
-      tile.getDimSize(1) % 64 != 0 || tile.getDimSize(0) > 256 || tile.getDimSize(0) % 8 != 0)
-    return emitOpError("copies 2-D tiles of 16-bit elements whose rows are a multiple of 64 "
-                       "elements, with at most 256 rows (a multiple of 8), got ")
+  // Whole 128-byte swizzle panels: 64 16-bit or 32 f32 elements per panel.
+  unsigned bits = tile.getElementType().getIntOrFloatBitWidth();
+  if (tile.getRank() != 2 || (bits != 16 && !tile.getElementType().isF32()) ||
+      tile.getDimSize(1) % (1024 / bits) != 0 || tile.getDimSize(0) > 256 || tile.getDimSize(0) % 8 != 0)
+    return emitOpError("copies 2-D tiles of 16-bit or f32 elements whose rows are a multiple of 128 "
+                       "bytes, with at most 256 rows (a multiple of 8), got ")
            << tile;
   return success();
 }

@@ -406,6 +406,8 @@ std::vector<TensorMapRecipe> tensorMapsOf(const std::string &ptx) {
   std::vector<TensorMapRecipe> maps;
   for (int k = 0; k < numbers[0]; ++k) {
     const int *n = &numbers[1 + 8 * k];
+    if (n[7] < 0 || n[7] > 2) // element type: f16, bf16, f32
+      throw malformed();
     maps.push_back({n[0], n[1], n[2], n[3], n[4], n[5], n[6], n[7]});
   }
   return maps;
@@ -449,7 +451,7 @@ bool GpuExecutable::launch(const Grid &grid, std::span<const Param> params,
         maps[k] = e.map;
         continue;
       }
-      constexpr int64_t elemBytes = 2;
+      const int64_t elemBytes = r.dtype == 2 ? 4 : 2;
       if (reinterpret_cast<uintptr_t>(base) % 16 != 0 || rows <= 0 || cols <= 0 || stride < cols ||
           (stride * elemBytes) % 16 != 0)
         return false;
@@ -457,10 +459,11 @@ bool GpuExecutable::launch(const Grid &grid, std::span<const Param> params,
       unsigned long long strides[1] = {(unsigned long long)(stride * elemBytes)};
       unsigned box[2] = {unsigned(r.boxCols), unsigned(r.boxRows)};
       unsigned elementStrides[2] = {1, 1};
-      constexpr int kFloat16 = 6, kBFloat16 = 9, kInterleaveNone = 0, kSwizzle128B = 3,
+      constexpr int kFloat16 = 6, kFloat32 = 7, kBFloat16 = 9, kInterleaveNone = 0, kSwizzle128B = 3,
                     kL2Promotion256B = 3, kOobFillZeros = 0;
+      const int dtype = r.dtype == 2 ? kFloat32 : r.dtype == 1 ? kBFloat16 : kFloat16;
       TensorMap map{};
-      if (d.cuTensorMapEncodeTiled(&map, r.dtype == 1 ? kBFloat16 : kFloat16, 2, const_cast<void *>(base), dims,
+      if (d.cuTensorMapEncodeTiled(&map, dtype, 2, const_cast<void *>(base), dims,
                                    strides, box, elementStrides, kInterleaveNone, kSwizzle128B,
                                    kL2Promotion256B, kOobFillZeros) != 0)
         return false;

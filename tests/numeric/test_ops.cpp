@@ -290,6 +290,62 @@ TEST_CASE_TEMPLATE("tensor-core tiles (wgmma on sm_90a) match the reference on r
   SUBCASE("A @ B^T, B read transposed") { check_tiles<MatmulNT<D, 128, 128, 64>, T, 128, 128, true>(w8); }
 }
 
+namespace {
+/// Runs the f32 `Kernel` (BM x BN tiles; B as (N, K) for `bt`) with
+/// `options` on ragged shapes against the f64 reference, at TF32's
+/// accuracy (operands keep 10 of f32's 23 mantissa bits).
+template <class Kernel, int BM, int BN, bool bt> void check_tf32_tiles(const CompileOptions &options) {
+  auto k = compile<Kernel>(kCpu, options);
+  if (test::target().kind == Target::Kind::Cuda && test::target().arch == "sm_90a") {
+    const std::string &ptx = k.ir(Stage::Ptx);
+    CHECK(ptx.find(".f32.tf32.tf32") != std::string::npos);
+    CHECK(ptx.find("cp.async.bulk.tensor") != std::string::npos);
+  }
+  // K % 4 == 0: every row stride a multiple of 16 bytes (TMA); K = 37 and
+  // N = 1 run the kernel compiled without TMA.
+  for (auto [M, N, K] : {std::tuple{1, 1, 1}, {BM, BN, 32}, {BM + 3, 2 * BN - 8, 200}, {70, 56, 136},
+                         {3 * BM + 5, BN + 4, 64}, {BM + 1, BN + 3, 37}}) {
+    CAPTURE(M);
+    CAPTURE(N);
+    CAPTURE(K);
+    auto a = test::random_vector<float>(std::size_t(M) * K, 81);
+    auto b = test::random_vector<float>(std::size_t(K) * N, 82);
+    std::vector<float> bkn = b; // (K, N) for the reference
+    if (bt)
+      for (int i = 0; i < K; ++i)
+        for (int j = 0; j < N; ++j)
+          bkn[std::size_t(i) * N + j] = b[std::size_t(j) * K + i];
+    std::vector<float> c(std::size_t(M) * N, -5.f);
+    Mem da(a);
+    Mem db(b);
+    Mem dc(c);
+    k.launch(Grid(ceil_div(M, BM), ceil_div(N, BN)), da(), db(), dc(), M, N, K, K, bt ? K : N, N);
+    check(dc.fetch(), ref::matmul(a, bkn, M, N, K), 1e-2, 1e-2);
+  }
+}
+} // namespace
+
+TEST_CASE("TF32 products (wgmma on sm_90a) match the reference on ragged shapes") {
+  CompileOptions w8, w4;
+  w8.num_warps = 8;
+  w8.num_stages = 3;
+  w4.num_warps = 4;
+  w4.num_stages = 4;
+  SUBCASE("128x128, B transposed, read in place") { check_tf32_tiles<ops::MatmulTF32<128, 128, 32, true>, 128, 128, true>(w8); }
+  SUBCASE("128x128, B as it is, transposed on the way") {
+    check_tf32_tiles<ops::MatmulTF32<128, 128, 32>, 128, 128, false>(w8);
+  }
+  SUBCASE("64x256, K in two 32-column panels, grouped") {
+    w4.num_stages = 2; // 80 KB of f32 operands per stage
+    check_tf32_tiles<ops::MatmulTF32<64, 256, 64, true, 2>, 64, 256, true>(w4);
+  }
+  SUBCASE("warp-specialised and persistent") {
+    CompileOptions ws = w8;
+    ws.warp_specialize = ws.persistent = true;
+    check_tf32_tiles<ops::MatmulTF32<128, 128, 32, true>, 128, 128, true>(ws);
+  }
+}
+
 TEST_CASE_TEMPLATE("warp-specialised and persistent tensor-core tiles match the reference on ragged shapes", T,
                    half, bfloat16) {
   // On sm_90a a producer warp issues the TMA copies (and, persistent, the

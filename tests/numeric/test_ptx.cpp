@@ -279,6 +279,36 @@ TEST_CASE("on sm_90a, products read in place from rings by whole warpgroups run 
   CHECK(quarter.ir(Stage::Ptx).find("mma.sync.aligned.m16n8k16") != std::string::npos);
 }
 
+TEST_CASE("on sm_90a, f32 products that allow TF32 run on wgmma; elsewhere, and without it, on f32 FMAs") {
+  CompileOptions w8;
+  w8.num_warps = 8;
+  w8.num_stages = 3;
+  // B transposed (N x K): both operands arrive by TMA (32-column f32
+  // panels) and are read in place, K-major, four k8 steps per 32 of K.
+  auto bt = compile<ops::MatmulTF32<128, 128, 32, true>>(Target::cuda("sm_90a"), w8);
+  const std::string &ptx = bt.ir(Stage::Ptx);
+  CHECK(ptx.find("wgmma.mma_async.sync.aligned.m64n128k8.f32.tf32.tf32") != std::string::npos);
+  CHECK(ptx.find("cp.async.bulk.tensor.2d") != std::string::npos);
+  CHECK(ptx.find("cp.async.cg") == std::string::npos);
+  CHECK(ptx.find("fma.rn.f32") == std::string::npos);
+  CHECK(ptxas(ptx, "sm_90a", bt.name()) == 0);
+  CHECK(spill_stores(ptx, bt.name()) == 0);
+  // B as it is (K x N): transposed through registers into scratch, then the same wgmma.
+  auto kn = compile<ops::MatmulTF32<128, 128, 32>>(Target::cuda("sm_90a"), w8);
+  CHECK(kn.ir(Stage::Ptx).find("wgmma.mma_async.sync.aligned.m64n128k8.f32.tf32.tf32") != std::string::npos);
+  CHECK(ptxas(kn.ir(Stage::Ptx), "sm_90a", kn.name()) == 0);
+  CHECK(spill_stores(kn.ir(Stage::Ptx), kn.name()) == 0);
+  // sm_80 (no TF32 mma.sync path) and f32 products without TF32 use FMAs.
+  auto ampere = compile<ops::MatmulTF32<128, 128, 32, true>>(Target::cuda("sm_80"), w8);
+  CHECK(ampere.ir(Stage::Ptx).find("fma.rn.f32") != std::string::npos);
+  CHECK(ampere.ir(Stage::Ptx).find("tf32") == std::string::npos);
+  CHECK(ptxas(ampere.ir(Stage::Ptx), "sm_80", ampere.name()) == 0);
+  CompileOptions w4;
+  auto ieee = compile<ops::Matmul<f32, 64, 64, 32>>(Target::cuda("sm_90a"), w4);
+  CHECK(ieee.ir(Stage::Ptx).find("wgmma") == std::string::npos);
+  CHECK(ieee.ir(Stage::Ptx).find("fma.rn.f32") != std::string::npos);
+}
+
 namespace {
 /// A product compiled for sm_90a copies its operands with TMA, multiplies
 /// on wgmma and does not spill.

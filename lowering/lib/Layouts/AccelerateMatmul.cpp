@@ -56,15 +56,24 @@ bool fromProduct(Value v, int depth) {
 }
 
 /// The accumulator layout of `dot` on tensor cores, if it can use them.
-kiln::MmaLayoutAttr chooseMma(kiln::DotOp dot, int64_t warps) {
+kiln::MmaLayoutAttr chooseMma(kiln::DotOp dot, int64_t warps, StringRef arch) {
   auto a = dot.getA().getType();
   Type in = a.getElementType();
+  int64_t M = a.getDimSize(0), K = a.getDimSize(1), N = dot.getB().getType().getDimSize(1);
+  MLIRContext *ctx = dot.getContext();
+  // f32 products that allow TF32: wgmma on sm_90a, which reads both
+  // operands K-major from 128-byte swizzled panels of 32 columns (A as it
+  // is, B transposed: from a transposed ring, or staged so), 64 rows per
+  // warpgroup. Anything else keeps the f32 FMA loop.
+  if (in.isF32())
+    return dot.getTf32() && arch == "sm_90a" && warps % 4 == 0 && M == 16 * warps && N % 8 == 0 && N <= 256 &&
+                   K % 32 == 0
+               ? kiln::MmaLayoutAttr::get(ctx, 3, warps, 1)
+               : kiln::MmaLayoutAttr();
   if (!in.isF16() && !in.isBF16())
     return {};
-  int64_t M = a.getDimSize(0), K = a.getDimSize(1), N = dot.getB().getType().getDimSize(1);
   if (K % 16 != 0)
     return {};
-  MLIRContext *ctx = dot.getContext();
   // Rows reduced (scores) or multiplied from another product (probabilities
   // times V): every warp on rows, so that each holds whole rows.
   if (M % (16 * warps) == 0 && N % 8 == 0 && (rowsReduced(dot.getResult(), 0) || fromProduct(dot.getA(), 0)))
@@ -126,11 +135,15 @@ struct KilnAccelerateMatmulPass : kiln::impl::KilnAccelerateMatmulBase<KilnAccel
   llvm::MapVector<Operation *, kiln::MmaLayoutAttr> chosen;
   int64_t warps = 0;
 
-  /// Whether `use` reads its value as an A or B operand of a tensor-core product.
-  bool tensorCoreOperand(OpOperand &use) {
+  /// Whether `use` reads its value as an A or B operand of a tensor-core
+  /// product. With `asStored`, one that can read it as stored (row-major):
+  /// not the B of a TF32 product, which wgmma reads K-major only.
+  bool tensorCoreOperand(OpOperand &use, bool asStored = false) {
     auto dot = dyn_cast<kiln::DotOp>(use.getOwner());
-    return dot && chosen.count(dot) && use.getOperandNumber() < 2;
+    return dot && chosen.count(dot) && use.getOperandNumber() < 2 &&
+           !(asStored && use.getOperandNumber() == 1 && tf32(dot));
   }
+  static bool tf32(kiln::DotOp dot) { return dot.getA().getType().getElementType().isF32(); }
   /// A kiln.trans whose every use is a tensor-core B operand.
   bool onlyTensorCoreB(Value v) {
     return !v.use_empty() && llvm::all_of(v.getUses(), [&](OpOperand &use) {
@@ -150,7 +163,7 @@ struct KilnAccelerateMatmulPass : kiln::impl::KilnAccelerateMatmulBase<KilnAccel
     }
     // Choose on the IR as it is, then rewrite.
     module.walk([&](kiln::DotOp dot) {
-      if (auto mma = chooseMma(dot, warps))
+      if (auto mma = chooseMma(dot, warps, arch))
         chosen[dot] = mma;
     });
     OpBuilder b(&getContext());
@@ -161,7 +174,7 @@ struct KilnAccelerateMatmulPass : kiln::impl::KilnAccelerateMatmulBase<KilnAccel
       bool inPlace = !v.use_empty() && llvm::all_of(v.getUses(), [&](OpOperand &use) {
         if (auto t = dyn_cast<kiln::TransOp>(use.getOwner()))
           return onlyTensorCoreB(t);
-        return tensorCoreOperand(use);
+        return tensorCoreOperand(use, /*asStored=*/true);
       });
       if (!inPlace)
         return;
@@ -187,8 +200,21 @@ struct KilnAccelerateMatmulPass : kiln::impl::KilnAccelerateMatmulBase<KilnAccel
       b.setInsertionPoint(dot);
       for (int i = 0; i < 2; ++i) {
         Value v = dot->getOperand(i);
-        if (!isa<kiln::SharedLayoutAttr>(kiln::getLayout(v.getType())))
-          dot->setOperand(i, inLayout(b, v, shared(cast<RankedTensorType>(v.getType()), false)));
+        if (isa<kiln::SharedLayoutAttr>(kiln::getLayout(v.getType())))
+          continue;
+        auto tile = cast<RankedTensorType>(v.getType());
+        // A TF32 product's B (K x N) is staged as its transpose (N x K, K
+        // contiguous), read transposed.
+        bool transposed = i == 1 && tf32(dot);
+        auto stored = transposed ? RankedTensorType::get({tile.getDimSize(1), tile.getDimSize(0)},
+                                                         tile.getElementType(), tile.getEncoding())
+                                 : tile;
+        dot->setOperand(i, inLayout(b, v, shared(stored, transposed)));
+      }
+      if (mma.getVersion() == 3 && tf32(dot)) { // chosen for wgmma already
+        dot.getAccMutable().assign(inLayout(b, dot.getAcc(), mma));
+        retypeKeepingUsers(b, dot.getResult(), kiln::withLayout(dot.getType(), mma));
+        continue;
       }
       // Hopper: B read in place, A in place or staged, 64 rows per
       // warpgroup: on wgmma.

@@ -29,12 +29,14 @@ Attribute defaultLayout(RankedTensorType type, int64_t warps, int64_t maxVec) {
 bool isTensorCoreLayout(Attribute layout) { return isa_and_nonnull<MmaLayoutAttr, SliceLayoutAttr>(layout); }
 
 bool keepsSwizzled(RankedTensorType t) {
-  if (t.getRank() != 2 || !t.getElementType().isIntOrFloat() ||
-      t.getElementType().getIntOrFloatBitWidth() != 16)
+  if (t.getRank() != 2 || !t.getElementType().isIntOrFloat())
     return false;
-  int64_t cols = t.getShape().back();
-  // Rows of whole 128-byte panels (any number), or a power of two of 16-byte chunks.
-  return cols % 64 == 0 || (cols % 8 == 0 && llvm::isPowerOf2_64(uint64_t(cols / 8)));
+  int64_t bits = t.getElementType().getIntOrFloatBitWidth(), cols = t.getShape().back();
+  // 16-bit: rows of whole 128-byte panels (any number), or a power of two of
+  // 16-byte chunks. 32-bit (TF32 products' operands): whole panels only.
+  if (bits == 16)
+    return cols % 64 == 0 || (cols % 8 == 0 && llvm::isPowerOf2_64(uint64_t(cols / 8)));
+  return bits == 32 && t.getElementType().isF32() && cols % 32 == 0;
 }
 
 bool isElementwise(Operation *op) {

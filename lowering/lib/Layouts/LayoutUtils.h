@@ -25,7 +25,8 @@ mlir::Attribute defaultLayout(mlir::RankedTensorType type, int64_t warps, int64_
 bool isTensorCoreLayout(mlir::Attribute layout);
 
 /// Whether a 2-D tile of `type` is kept XOR-swizzled in shared memory (16-bit
-/// elements, rows of a power of two of 16-byte chunks), as ldmatrix wants.
+/// elements, rows of a power of two of 16-byte chunks, as ldmatrix wants; f32
+/// elements in rows of whole 128-byte panels, as TF32 wgmma wants).
 bool keepsSwizzled(mlir::RankedTensorType type);
 
 /// Whether `v` holds one value for every element: a splat, a splat

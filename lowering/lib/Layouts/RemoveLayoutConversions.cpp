@@ -159,14 +159,15 @@ private:
   }
 };
 
-/// The A operand of a product, converted to shared memory from an
+/// The A operand of a 16-bit product, converted to shared memory from an
 /// accumulator whose warps hold the same whole rows, is already in its
-/// registers.
+/// registers (TF32 fragments hold other elements than the accumulator's).
 void operandsFromRegisters(func::FuncOp f) {
   f.walk([&](kiln::DotOp dot) {
     auto mma = dyn_cast<kiln::MmaLayoutAttr>(kiln::getLayout(dot.getType()));
     auto cvt = dot.getA().getDefiningOp<kiln::ConvertLayoutOp>();
-    if (!mma || !cvt || mma.getWarpsN() != 1 || isUniform(cvt.getSrc()))
+    if (!mma || !cvt || mma.getWarpsN() != 1 || isUniform(cvt.getSrc()) ||
+        dot.getA().getType().getElementType().isF32())
       return;
     auto from = dyn_cast<kiln::MmaLayoutAttr>(kiln::getLayout(cvt.getSrc().getType()));
     if (!from || from.getWarpsN() != 1 || from.getWarpsM() != mma.getWarpsM())

@@ -73,6 +73,14 @@ func.func @test_not_dot_dtype(%a: tensor<16x16xf16>, %b: tensor<16x16xbf16>, %c:
 
 // -----
 
+func.func @test_not_dot_tf32(%a: tensor<16x16xf16>, %b: tensor<16x16xf16>, %c: tensor<16x16xf32>) {
+  // expected-error @+1 {{tf32 applies to f32 operands, got 'f16'}}
+  %0 = kiln.dot %a, %b, %c {tf32} : tensor<16x16xf16>, tensor<16x16xf16> -> tensor<16x16xf32>
+  return
+}
+
+// -----
+
 func.func @test_not_dot_acc(%a: tensor<16x16xf16>, %b: tensor<16x16xf16>, %c: tensor<16x16xf16>) {
   // expected-error @+1 {{accumulator must be f32, got 'f16'}}
   %0 = kiln.dot %a, %b, %c : tensor<16x16xf16>, tensor<16x16xf16> -> tensor<16x16xf16>
@@ -315,7 +323,15 @@ func.func @barriers_not_i64(%bars: !kiln.shared<3x1xi32>) {
 // -----
 
 func.func @tma_copy_narrow(%map: !kiln.tensormap, %ring: !kiln.shared<2x64x32xf16>, %bars: !kiln.shared<2x1xi64>, %i: i32) {
-  // expected-error @+1 {{copies 2-D tiles of 16-bit elements whose rows are a multiple of 64 elements, with at most 256 rows (a multiple of 8), got 'tensor<64x32xf16>'}}
+  // expected-error @+1 {{copies 2-D tiles of 16-bit or f32 elements whose rows are a multiple of 128 bytes, with at most 256 rows (a multiple of 8), got 'tensor<64x32xf16>'}}
   kiln.async_tma_copy %map[%i, %i], %ring[%i], %bars[%i] : !kiln.shared<2x64x32xf16>, !kiln.shared<2x1xi64>
+  return
+}
+
+// -----
+
+func.func @tma_copy_narrow_f32(%map: !kiln.tensormap, %ring: !kiln.shared<2x64x16xf32>, %bars: !kiln.shared<2x1xi64>, %i: i32) {
+  // expected-error @+1 {{copies 2-D tiles of 16-bit or f32 elements whose rows are a multiple of 128 bytes, with at most 256 rows (a multiple of 8), got 'tensor<64x16xf32>'}}
+  kiln.async_tma_copy %map[%i, %i], %ring[%i], %bars[%i] : !kiln.shared<2x64x16xf32>, !kiln.shared<2x1xi64>
   return
 }

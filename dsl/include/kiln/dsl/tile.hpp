@@ -433,17 +433,27 @@ inline I32 atomic_add(Ptr<i32> p, I32 value) { return I32(detail::atomic_add(p.v
 // Matrix product and reductions
 //===----------------------------------------------------------------------===//
 
+/// How a product of f32 tiles may round its operands. `ieee`: computed in
+/// f32. `tf32`: operands may be rounded to TF32 (10 mantissa bits, f32's
+/// range) so that tensor cores compute the product (wgmma on sm_90a; about
+/// 1e-4 relative error per product, like Triton's default for f32 dots);
+/// where they cannot, it is computed in f32.
+enum class InputPrecision { ieee, tf32 };
+
 /// `a @ b + acc` with f32 accumulation; `a`: (M, K), `b`: (K, N), `acc`: (M, N).
-template <class T, int M, int K, int K2, int N>
+/// `dot<InputPrecision::tf32>(a, b)` lets an f32 product run on tensor cores.
+template <InputPrecision P = InputPrecision::ieee, class T, int M, int K, int K2, int N>
 Tile<f32, M, N> dot(Tile<T, M, K> a, Tile<T, K2, N> b, Tile<f32, M, N> acc) {
   static_assert(K == K2, "kiln::dot: K of lhs (columns) != K of rhs (rows)");
   static_assert(std::is_same_v<T, f16> || std::is_same_v<T, bf16> || std::is_same_v<T, f32>,
                 "kiln::dot: operands must be f16, bf16 or f32");
-  return Tile<f32, M, N>(detail::dot(a.v, b.v, acc.v));
+  static_assert(P == InputPrecision::ieee || std::is_same_v<T, f32>,
+                "kiln::dot: InputPrecision::tf32 applies to f32 operands");
+  return Tile<f32, M, N>(detail::dot(a.v, b.v, acc.v, P == InputPrecision::tf32));
 }
-template <class T, int M, int K, int K2, int N>
+template <InputPrecision P = InputPrecision::ieee, class T, int M, int K, int K2, int N>
 Tile<f32, M, N> dot(Tile<T, M, K> a, Tile<T, K2, N> b) {
-  return dot(a, b, zeros<f32, M, N>());
+  return dot<P>(a, b, zeros<f32, M, N>());
 }
 template <class A, class B> auto dot(A, B) {
   static_assert(sizeof(A) == 0,

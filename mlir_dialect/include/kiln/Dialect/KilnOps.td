@@ -460,7 +460,10 @@ def Kiln_DotOp : Kiln_Op<"dot", [Pure, AllTypesMatch<["acc", "result"]>]> {
   let description = [{
     `result = a @ b + acc` for `a: MxK`, `b: KxN`, `acc: MxN` (f32). `a` and
     `b` share one element type: f16, bf16 or f32. On GPUs f16/bf16 map to
-    tensor cores.
+    tensor cores. With `tf32`, f32 operands may be rounded to TF32 (10
+    mantissa bits, f32 range) so that tensor cores compute the product
+    (`wgmma` on sm_90a); without it, or where that does not apply, f32
+    products are computed in f32.
 
     ```mlir
     %c = kiln.dot %a, %b, %acc : tensor<64x32xf16>, tensor<32x64xf16> -> tensor<64x64xf32>
@@ -473,7 +476,8 @@ def Kiln_DotOp : Kiln_Op<"dot", [Pure, AllTypesMatch<["acc", "result"]>]> {
     the next asynchronous product, be yielded by its loop, or go through a
     `kiln.dot_wait`, which says when it is complete.
   }];
-  let arguments = (ins Kiln_FloatTile:$a, Kiln_FloatTile:$b, Kiln_FloatTile:$acc, UnitAttr:$async);
+  let arguments = (ins Kiln_FloatTile:$a, Kiln_FloatTile:$b, Kiln_FloatTile:$acc, UnitAttr:$async,
+                       UnitAttr:$tf32);
   let results = (outs Kiln_FloatTile:$result);
   let assemblyFormat = "$a `,` $b `,` $acc attr-dict `:` type($a) `,` type($b) `->` type($result)";
   let hasVerifier = 1;

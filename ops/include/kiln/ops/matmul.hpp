@@ -9,7 +9,9 @@ namespace detail {
 /// The (BM, BN) f32 tile of A(M, K) @ B(K, N) owned by this program; A and B
 /// are row-major with leading dimensions lda / ldb. Grid: (cdiv(M, BM), cdiv(N, BN)).
 /// a[rm, lo:hi] @ b[lo:hi, rn] in f32 (the whole product for lo = 0, hi = K).
-template <class T, int BM, int BN, int BK>
+/// With BT, `b` holds B transposed, (N, K) row-major (a linear layer's
+/// weight): a[rm, lo:hi] @ b[rn, lo:hi]^T. P: see kiln::InputPrecision.
+template <class T, int BM, int BN, int BK, InputPrecision P = InputPrecision::ieee, bool BT = false>
 Tile<f32, BM, BN> matmul_tile(Ptr<T> a, Ptr<T> b, I32 M, I32 N, I32 lo, I32 hi, I32 lda, I32 ldb,
                               Tile<i32, BM> rm, Tile<i32, BN> rn) {
   auto rk = arange<BK>();                         // (BK)
@@ -17,10 +19,16 @@ Tile<f32, BM, BN> matmul_tile(Ptr<T> a, Ptr<T> b, I32 M, I32 N, I32 lo, I32 hi, 
   auto cols = expand_dims<0>(rn);                 // (1, BN)
   return for_range(lo, hi, BK, zeros<f32, BM, BN>(), [&](I32 k0, Tile<f32, BM, BN> acc) {
     auto ka = expand_dims<0>(k0 + rk);            // (1, BK)
-    auto kb = expand_dims<1>(k0 + rk);            // (BK, 1)
     auto at = load(a + rows * lda + ka, (rows < M) & (ka < hi), 0);  // (BM, BK)
-    auto bt = load(b + kb * ldb + cols, (kb < hi) & (cols < N), 0);  // (BK, BN)
-    return dot(at, bt, acc);
+    if constexpr (BT) {
+      auto nb = expand_dims<1>(rn);               // (BN, 1)
+      auto bt = load(b + nb * ldb + ka, (nb < N) & (ka < hi), 0);    // (BN, BK)
+      return dot<P>(at, trans(bt), acc);
+    } else {
+      auto kb = expand_dims<1>(k0 + rk);          // (BK, 1)
+      auto bt = load(b + kb * ldb + cols, (kb < hi) & (cols < N), 0);  // (BK, BN)
+      return dot<P>(at, bt, acc);
+    }
   });
 }
 
@@ -61,6 +69,26 @@ template <class T, int BM_, int BN_, int BK_, int G = 1> struct GroupedMatmul {
 };
 /// The product in launch order.
 template <class T, int BM, int BN, int BK> struct Matmul : GroupedMatmul<T, BM, BN, BK, 1> {};
+
+/// C(M, N) = A(M, K) @ B(K, N) of f32 matrices on tensor cores: operands
+/// rounded to TF32, f32 accumulation (InputPrecision::tf32; ~1e-4 relative
+/// error). With BT, `b` is B transposed, (N, K) row-major with leading
+/// dimension ldb, which the tensor cores read as it lands in shared memory;
+/// a (K, N) B is transposed on its way there. Tiles in groups of G tile
+/// rows. Grid: (cdiv(M, BM), cdiv(N, BN)).
+template <int BM_, int BN_, int BK_, bool BT = false, int G = 1> struct MatmulTF32 {
+  static constexpr int BM = BM_, BN = BN_, BK = BK_;
+  void operator()(Ptr<f32> a, Ptr<f32> b, Ptr<f32> c, I32 M, I32 N, I32 K, I32 lda, I32 ldb,
+                  I32 ldc) const {
+    auto [pm, pn] = detail::grouped_program<G>();
+    auto rm = pm * BM + arange<BM>();
+    auto rn = pn * BN + arange<BN>();
+    auto acc = detail::matmul_tile<f32, BM, BN, BK, InputPrecision::tf32, BT>(a, b, M, N, 0, K, lda, ldb, rm, rn);
+    auto rows = expand_dims<1>(rm); // (BM, 1)
+    auto cols = expand_dims<0>(rn); // (1, BN)
+    store(c + rows * ldc + cols, acc, (rows < M) & (cols < N));
+  }
+};
 
 /// C = gelu_tanh(A @ B + bias), with bias (N) and the epilogue fused; the
 /// tiles in groups of G tile rows (see detail::grouped_program).
