@@ -123,6 +123,11 @@ template <class D> void library(Report &r) {
   r.add<ops::MatmulBiasGelu<D, 64, 64, 32>>();
   r.add<ops::MatmulSplitK<D, 16, 64, 64>>();
   r.add<ops::SplitKEpilogue<D, 1024, ops::Epilogue::BiasGelu>>();
+  // f32 products on TF32 tensor cores (B transposed, and as it is).
+  r.add<ops::MatmulTF32<64, 256, 32, true>>(4, 4);
+  r.add<ops::MatmulTF32<128, 128, 32, true>>(8, 3);
+  r.add<ops::MatmulTF32<128, 256, 32, true>>(8, 3);
+  r.add<ops::MatmulTF32<128, 128, 32>>(8, 3);
   // Attention.
   r.add<ops::AttentionPrefill<D, 64, 64, 64>>();
   r.add<ops::AttentionPrefill<D, 64, 64, 128>>();

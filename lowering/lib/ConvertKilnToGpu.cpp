@@ -149,19 +149,23 @@ LogicalResult recordTensorMaps(func::FuncOp f, gpu::GPUFuncOp gpuFunc, gpu::GPUM
   return success();
 }
 
+constexpr int64_t kForever = std::numeric_limits<int64_t>::max();
+
 /// The top-level ops of `f` between which ring `alloc` is in use: from the
 /// alloc to the first `kiln.async_wait` after its last use (which waits for
 /// every copy into it, masked-off ones included, and synchronises the
-/// program past its last read). Uses include the views of its buffers
-/// (tiles read in place by products) and the products reading them. Rings filled by anything but
-/// `kiln.async_copy` (TMA copies, barriers), or not allocated at the top
-/// level, live for the whole kernel.
+/// program past its last read), or, for a ring filled by TMA copies alone
+/// (each waited for on its mbarrier by the iteration that reads it), to its
+/// last use. Uses include the views of its buffers (tiles read in place by
+/// products) and the products reading them. Rings used otherwise (mbarrier
+/// rings), or not allocated at the top level, live for the whole kernel.
 std::pair<int64_t, int64_t> ringLifetime(kiln::LocalAllocOp alloc, Block &top,
-                                         const DenseMap<Operation *, int64_t> &index) {
-  constexpr int64_t kForever = std::numeric_limits<int64_t>::max();
+                                         const DenseMap<Operation *, int64_t> &index, bool &tmaOnly) {
+  tmaOnly = false;
   if (alloc->getBlock() != &top)
     return {0, kForever};
   int64_t last = index.lookup(alloc);
+  bool cpAsync = false;
   SmallVector<Value> work{alloc.getResult()};
   DenseSet<Value> seen;
   while (!work.empty()) {
@@ -170,8 +174,11 @@ std::pair<int64_t, int64_t> ringLifetime(kiln::LocalAllocOp alloc, Block &top,
       continue;
     for (OpOperand &use : v.getUses()) {
       Operation *user = use.getOwner();
-      if (v == alloc.getResult() && !isa<kiln::AsyncCopyOp, kiln::LocalLoadOp>(user))
+      auto tma = dyn_cast<kiln::AsyncTmaCopyOp>(user);
+      if (v == alloc.getResult() && !isa<kiln::AsyncCopyOp, kiln::LocalLoadOp>(user) &&
+          !(tma && tma.getRing() == v && tma.getBarriers() != v))
         return {0, kForever};
+      cpAsync |= isa<kiln::AsyncCopyOp>(user);
       Operation *at = top.findAncestorOpInBlock(*user);
       if (!at)
         return {0, kForever};
@@ -185,6 +192,10 @@ std::pair<int64_t, int64_t> ringLifetime(kiln::LocalAllocOp alloc, Block &top,
         work.push_back(user->getParentOp()->getResult(use.getOperandNumber()));
     }
   }
+  if (!cpAsync) {
+    tmaOnly = true;
+    return {index.lookup(alloc), last};
+  }
   for (Operation *op = top.findAncestorOpInBlock(*alloc)->getNextNode(); op; op = op->getNextNode())
     if (index.lookup(op) > last && isa<kiln::AsyncWaitOp>(op))
       return {index.lookup(alloc), index.lookup(op)};
@@ -195,7 +206,8 @@ std::pair<int64_t, int64_t> ringLifetime(kiln::LocalAllocOp alloc, Block &top,
 /// lifetimes (ringLifetime) do not overlap share bytes, so that a kernel of
 /// several pipelined loops (attention's unmasked and diagonal key blocks)
 /// needs the largest loop's rings, not their sum. Returns the bytes used.
-int64_t allocateRings(func::FuncOp f, int64_t align, DenseMap<Value, int64_t> &offsets) {
+int64_t allocateRings(func::FuncOp f, int64_t align, DenseMap<Value, int64_t> &offsets, int64_t &lastEnd,
+                      int64_t &foreverBytes) {
   Block &top = f.getBody().front();
   DenseMap<Operation *, int64_t> index;
   int64_t i = 0;
@@ -206,10 +218,30 @@ int64_t allocateRings(func::FuncOp f, int64_t align, DenseMap<Value, int64_t> &o
   };
   SmallVector<Placed> live;
   int64_t used = 0;
+  // mbarrier rings (a few bytes, live for the whole kernel) first, so that
+  // the bytes after them can be reused once the others are dead.
+  // A ring filled by TMA alone has no kiln.async_wait that synchronises the
+  // program past its last read: no other ring shares its bytes (only the
+  // epilogue's scratch area, after the barrier convertKernel adds).
+  struct Ring {
+    kiln::LocalAllocOp alloc;
+    int64_t start, end;
+    bool tmaOnly;
+  };
+  SmallVector<Ring> rings;
   f.walk([&](kiln::LocalAllocOp alloc) {
+    Ring r{alloc, 0, 0, false};
+    std::tie(r.start, r.end) = ringLifetime(alloc, top, index, r.tmaOnly);
+    rings.push_back(r);
+  });
+  std::stable_partition(rings.begin(), rings.end(), [](Ring &r) {
+    return r.end == kForever && cast<kiln::SharedType>(r.alloc.getType()).getElementType().isInteger(64);
+  });
+  for (const Ring &r : rings) {
+    kiln::LocalAllocOp alloc = r.alloc;
     auto ring = cast<kiln::SharedType>(alloc.getType());
     int64_t bytes = kiln::gpu_lowering::Emitter::ringStride(ring) * ring.getStages();
-    auto [start, end] = ringLifetime(alloc, top, index);
+    int64_t start = r.start, end = r.tmaOnly ? kForever - 1 : r.end;
     llvm::erase_if(live, [&](const Placed &p) { return p.end < start; });
     llvm::sort(live, [](const Placed &a, const Placed &b) { return a.offset < b.offset; });
     int64_t offset = 0; // the first gap that fits
@@ -222,7 +254,11 @@ int64_t allocateRings(func::FuncOp f, int64_t align, DenseMap<Value, int64_t> &o
     offsets[alloc] = offset;
     live.push_back({offset, bytes, end});
     used = std::max(used, offset + bytes);
-  });
+    if (r.end == kForever)
+      foreverBytes = std::max(foreverBytes, offset + bytes);
+    else
+      lastEnd = std::max(lastEnd, r.end);
+  }
   return used;
 }
 
@@ -267,10 +303,26 @@ LogicalResult convertKernel(func::FuncOp f, int threads) {
     return failure();
   bool align1024 = state.asyncProxyReads || state.tmaCopies;
   // Rings first, then the scratch area.
-  int64_t offset = allocateRings(f, align1024 ? 1024 : 16, state.ringOffsets);
+  int64_t lastEnd = -1, foreverBytes = 0;
+  int64_t offset = allocateRings(f, align1024 ? 1024 : 16, state.ringOffsets, lastEnd, foreverBytes);
   if (align1024)
     offset = llvm::alignTo(offset, 1024);
   state.scratchBase = state.smemBytes = offset;
+  // Once every ring is dead (the last one's kiln.async_wait passed), the
+  // epilogue's exchanges reuse the rings' bytes, after a barrier that waits
+  // for every warp's last reads of them (ldmatrix, or another warpgroup's
+  // wgmma). Not with producer warps or a tile loop, whose rings stay live.
+  Block &top = f.getBody().front();
+  if (!producer && !virtualGrid && lastEnd >= 0 && lastEnd < int64_t(top.getOperations().size()) - 2) {
+    Operation *last = &*std::next(top.begin(), lastEnd);
+    b.setInsertionPointAfter(last);
+    // A kiln.async_wait that ends a ring's lifetime has that barrier already.
+    if (!isa<kiln::AsyncWaitOp>(last))
+      gpu::BarrierOp::create(b, loc);
+    for (Operation *op = last->getNextNode(); op; op = op->getNextNode())
+      state.afterRings.insert(op);
+    state.deadRingsBase = llvm::alignTo(foreverBytes, align1024 ? 1024 : 16);
+  }
 
   // The kernel's body becomes the gpu.func's, after the thread's coordinates.
   Block &entry = gpuFunc.getBody().front();

@@ -69,7 +69,7 @@ struct ArithOnTiles : ConversionPattern {
     if (!isa<arith::ArithDialect, math::MathDialect>(op->getDialect()) ||
         getTypeConverter()->isLegal(op))
       return failure();
-    Emitter emitter(rewriter, op->getLoc(), state);
+    Emitter emitter(rewriter, op, state);
     if (failed(emitter.bindOperands(op, operands)) ||
         failed(isa<arith::ConstantOp>(op) ? emitter.emitConstant(cast<arith::ConstantOp>(op))
                                           : emitter.emitElementwise(op)))

@@ -119,6 +119,20 @@ struct LoweringState {
   /// reused by every op that exchanges data between threads.
   int64_t scratchBase = 0;
   int64_t smemBytes = 0;
+  /// The kernel's top-level ops after a CTA barrier past which no ring is
+  /// live but the mbarrier rings, at [0, deadRingsBase) (none where rings
+  /// live until the end: producer warps, persistent tile loops). They and
+  /// the ops in them exchange data through a scratch area at deadRingsBase,
+  /// in the rings' bytes: the epilogue reuses the main loop's buffers.
+  DenseSet<Operation *> afterRings;
+  int64_t deadRingsBase = 0;
+  /// Where `op`'s scratch area starts.
+  int64_t scratchBaseFor(Operation *op) const {
+    for (Operation *p = op; p && !afterRings.empty(); p = p->getParentOp())
+      if (afterRings.contains(p))
+        return deadRingsBase;
+    return scratchBase;
+  }
   /// Vector-load groups given a branch to their element-load path so far
   /// (see loadGroup).
   int slowPaths = 0;
@@ -139,8 +153,8 @@ struct LoweringState {
 /// pattern of convert-kiln-to-gpu makes one (see KilnToGpuPattern).
 class Emitter {
 public:
-  Emitter(ConversionPatternRewriter &rewriter, Location loc, LoweringState &state)
-      : b(rewriter), loc(loc), state(state) {}
+  Emitter(ConversionPatternRewriter &rewriter, Operation *op, LoweringState &state)
+      : b(rewriter), loc(op->getLoc()), state(state), scratchBase(state.scratchBaseFor(op)) {}
 
   /// Makes the converted operands of `op` (one range per operand, every
   /// element in it) the elements of the source operands not lowered by a
@@ -162,7 +176,8 @@ private:
   Value &tid = state.tid, &lane = state.lane, &warp = state.warp;
   DenseMap<Value, SmallVector<Value>> &values = state.values;
   int64_t &smemBytes = state.smemBytes;
-  int64_t &scratchBase = state.scratchBase;
+  /// This op's scratch area (see LoweringState::scratchBaseFor).
+  int64_t scratchBase;
 
   //===--------------------------------------------------------------------===//
   // Layouts and small helpers
@@ -795,7 +810,7 @@ public:
 
   LogicalResult matchAndRewrite(SourceOp op, typename OpConversionPattern<SourceOp>::OneToNOpAdaptor adaptor,
                                 ConversionPatternRewriter &rewriter) const override {
-    Emitter emitter(rewriter, op->getLoc(), state);
+    Emitter emitter(rewriter, op, state);
     if (failed(emitter.bindOperands(op, adaptor.getOperands())) || failed((emitter.*Lower)(op)))
       state.failed = true;
     emitter.replace(op);

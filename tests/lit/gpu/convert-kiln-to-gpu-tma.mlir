@@ -5,7 +5,7 @@
 // value, __grid_constant__), listed in kiln.tensormap_args, and the global
 // kiln_tensormaps tells the runtime how to encode it: one map, argument 4,
 // base 0, rows 1, columns 2, stride 3, box 64x64, f16. Thread 0 initialises
-// the barriers (after the 1024-aligned rings), then the program
+// the barriers (at byte 0; the 1024-aligned rings follow), then the program
 // synchronises. A copy of a 64x128 tile is one expect-tx of its 16 KB and
 // two bulk tensor copies (columns c and c + 64, into the two 8 KB panels of
 // buffer 1), all by thread 0 where the guard holds; every thread waits on
@@ -14,7 +14,7 @@
 // CHECK: llvm.mlir.global external constant @kiln_tensormaps(dense<[1, 4, 0, 1, 2, 3, 64, 64, 0]> : tensor<9xi32>)
 // CHECK: gpu.func @test_tma_lowering(%{{.*}}: i64, %{{.*}}: i32, %[[K:.*]]: i32, %{{.*}}: i32, %[[MAP:.*]]: !llvm.ptr) kernel attributes {kiln.tensormap_args = array<i32: 4>
 // CHECK: %[[TID:.*]] = arith.index_cast
-// CHECK: %[[C32768:.*]] = arith.constant 32768 : i32
+// CHECK: arith.constant 1024 : i32
 // CHECK: scf.if
 // CHECK-COUNT-2: mbarrier.init.shared::cta.b64 [$0], $1;
 // CHECK: fence.mbarrier_init.release.cluster;

@@ -257,6 +257,47 @@ func.func @test_rings_share(%a: !kiln.ptr<f16>, %c: !kiln.ptr<f32>) attributes {
 
 // -----
 
+// Once the last ring is dead (its kiln.async_wait, with the barrier every
+// thread passes after its last read of it), the epilogue's exchanges reuse
+// its bytes: the second product's operands are staged at byte 0, and the
+// kernel needs 4224 bytes rather than the ring's 4096 plus 4224 of scratch.
+// CHECK: llvm.mlir.global external constant @kiln_smem_bytes(4224 : i32)
+// CHECK-LABEL: gpu.func @test_epilogue_reuses_rings
+// CHECK: nvvm.cp.async.wait.group 0
+// CHECK: nvvm.cp.async.wait.group 0
+// CHECK-NEXT: gpu.barrier
+// CHECK-NOT: nvvm.cp.async
+// CHECK: llvm.store {{.*}} : vector<{{.*}}>, !llvm.ptr<3>
+func.func @test_epilogue_reuses_rings(%a: !kiln.ptr<f16>, %c: !kiln.ptr<f32>) attributes {kiln.kernel} {
+  %c0 = arith.constant 0 : i32
+  %r = kiln.make_range 0 to 32 : tensor<32xi32>
+  %row = kiln.expand_dims %r {axis = 1 : i32} : tensor<32xi32> -> tensor<32x1xi32>
+  %col = kiln.expand_dims %r {axis = 0 : i32} : tensor<32xi32> -> tensor<1x32xi32>
+  %c32 = arith.constant dense<32> : tensor<32x1xi32>
+  %rows = arith.muli %row, %c32 : tensor<32x1xi32>
+  %rb = kiln.broadcast %rows : tensor<32x1xi32> -> tensor<32x32xi32>
+  %cb = kiln.broadcast %col : tensor<1x32xi32> -> tensor<32x32xi32>
+  %off = arith.addi %rb, %cb : tensor<32x32xi32>
+  %pa = kiln.splat %a : tensor<32x32x!kiln.ptr<f16>>
+  %p = kiln.addptr %pa, %off : tensor<32x32x!kiln.ptr<f16>>, tensor<32x32xi32>
+  %zero = arith.constant dense<0.0> : tensor<32x32xf32>
+  %ring = kiln.local_alloc : !kiln.shared<2x32x32xf16>
+  kiln.async_copy %p, %ring[%c0] : tensor<32x32x!kiln.ptr<f16>>, !kiln.shared<2x32x32xf16>
+  kiln.async_commit
+  kiln.async_wait {pending = 0 : i32}
+  %t = kiln.local_load %ring[%c0] : !kiln.shared<2x32x32xf16> -> tensor<32x32xf16>
+  %d = kiln.dot %t, %t, %zero : tensor<32x32xf16>, tensor<32x32xf16> -> tensor<32x32xf32>
+  kiln.async_wait {pending = 0 : i32}
+  %h = arith.truncf %d : tensor<32x32xf32> to tensor<32x32xf16>
+  %d2 = kiln.dot %h, %h, %d : tensor<32x32xf16>, tensor<32x32xf16> -> tensor<32x32xf32>
+  %pc = kiln.splat %c : tensor<32x32x!kiln.ptr<f32>>
+  %q = kiln.addptr %pc, %off : tensor<32x32x!kiln.ptr<f32>>, tensor<32x32xi32>
+  kiln.store %q, %d2 : tensor<32x32x!kiln.ptr<f32>>
+  return
+}
+
+// -----
+
 // A ring still read after the second one is allocated (its tile is a
 // product operand after the second ring's copies) keeps its own bytes.
 // CHECK: llvm.mlir.global external constant @kiln_smem_bytes(12288 : i32)
