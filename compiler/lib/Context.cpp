@@ -14,6 +14,9 @@ std::unique_ptr<mlir::MLIRContext> makeKilnContext() {
   auto ctx = std::make_unique<mlir::MLIRContext>(registry, mlir::MLIRContext::Threading::DISABLED);
   ctx->loadDialect<KilnDialect, mlir::func::FuncDialect, mlir::arith::ArithDialect,
                    mlir::math::MathDialect, mlir::scf::SCFDialect, mlir::tensor::TensorDialect>();
+  // A compile error is its message and location, not the whole kernel's IR
+  // (CompileOptions::dump_dir and print_after_all show that).
+  ctx->printOpOnDiagnostic(false);
   return ctx;
 }
 

@@ -9,6 +9,7 @@
 #include "kiln/ops/matmul.hpp"
 #include "kiln/ops/softmax.hpp"
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -398,7 +399,25 @@ TEST_CASE("kernels may use more than 48 KB of shared memory") {
   CompileOptions four;
   four.num_stages = 4;
   four.num_warps = 8;
-  // 4 stages x (128x32 + 32x128) f16 = 64 KB of rings plus a 64 KB f32 epilogue tile.
+  // 4 stages x (128x32 + 32x128) f16 = 64 KB of rings (the 64 KB f32
+  // epilogue tile reuses their bytes).
   std::string ptx = check_kernel<ops::Matmul<f16, 128, 128, 32>>(".extern .shared", four);
   CHECK(shared_bytes(ptx) > 48 * 1024);
+}
+
+TEST_CASE("a kernel that needs more shared memory than the GPU has fails with one short message") {
+  CompileOptions options;
+  options.num_warps = 8;
+  options.num_stages = 8; // 8 x 48 KB of rings
+  try {
+    compile<ops::Matmul<f16, 128, 256, 64>>(Target::cuda("sm_90a"), options);
+    FAIL("compiled");
+  } catch (const Error &e) {
+    std::string message = e.what();
+    CAPTURE(message);
+    CHECK(message.find("bytes of shared memory (limit 232448); use smaller blocks or fewer stages") !=
+          std::string::npos);
+    CHECK(message.find("gpu.func") == std::string::npos); // no IR dump
+    CHECK(std::count(message.begin(), message.end(), '\n') < 4);
+  }
 }
