@@ -54,8 +54,11 @@ Emitter::SmemTile Emitter::operandTile(Value v, int64_t &scratchOffset, int64_t 
   auto tile = cast<RankedTensorType>(src.getType());
   int64_t base = llvm::alignTo(scratchOffset, align);
   if (layout.getTransposed()) {
-    // Staged as its transpose (a TF32 product's B, read K-major).
-    scratchOffset = base + spillTransposed(src, base, layout.getSwizzle());
+    // Staged as its transpose (a TF32 product's B, read K-major): straight
+    // from its ring buffer when it was read from one, else from registers.
+    auto ll = src.getDefiningOp<kiln::LocalLoadOp>();
+    int64_t copied = ll && layout.getSwizzle() ? copyTransposed(ll, base) : 0;
+    scratchOffset = base + (copied ? copied : spillTransposed(src, base, layout.getSwizzle()));
     auto stored = RankedTensorType::get({tile.getDimSize(1), tile.getDimSize(0)}, tile.getElementType());
     return SmemTile{i32(scratchBase + base), stored, layout.getSwizzle(), /*transposed=*/true};
   }

@@ -638,6 +638,38 @@ private:
     return tile.getNumElements() * byteSize(stored);
   }
 
+  /// Copies the 2-D f32 tile `ll` reads from its ring buffer, transposed,
+  /// into the scratch area at `base` as a swizzled (cols x rows) tile:
+  /// element (r, c) at (c, r). Each thread reads four consecutive rows of
+  /// one column (a warp reads 32 consecutive columns of a row) and writes
+  /// them as one 16-byte chunk of the transposed tile, so that neither side
+  /// has bank conflicts (spilling a row-major register layout transposed
+  /// writes 4-byte elements 16 ways into the same banks). Returns the bytes
+  /// written, or 0 (nothing emitted) for tiles it does not handle.
+  int64_t copyTransposed(kiln::LocalLoadOp ll, int64_t base) {
+    auto tile = cast<RankedTensorType>(ll.getType());
+    int64_t rows = tile.getDimSize(0), cols = tile.getDimSize(1);
+    int64_t quads = rows / 4 * cols;
+    if (!tile.getElementType().isF32() || rows % 4 != 0 || quads % threads != 0 || !keepsSwizzled(tile))
+      return 0;
+    SmemTile from{ringBuffer(ll.getRing(), raw(ll.getStage())[0]), tile, true};
+    Type f32 = b.getF32Type();
+    for (int64_t i = 0; i < quads / threads; ++i) {
+      Value q = arith::AddIOp::create(b, loc, tid, i32(i * threads));
+      Value col = arith::RemUIOp::create(b, loc, q, i32(cols));
+      Value row = arith::MulIOp::create(b, loc, arith::DivUIOp::create(b, loc, q, i32(cols)), i32(4));
+      SmallVector<Value> quad;
+      for (int64_t k = 0; k < 4; ++k) {
+        Value r = arith::AddIOp::create(b, loc, row, i32(k));
+        quad.push_back(LLVM::LoadOp::create(b, loc, f32, tileAddr(from, tileIndex(from, r, col))));
+      }
+      // Four consecutive elements of a transposed row: one swizzled chunk.
+      Value to = swizzled(col, row, cols, rows, 4);
+      LLVM::StoreOp::create(b, loc, pack(quad), smemAddr(base, to, f32), 16);
+    }
+    return tile.getNumElements() * 4;
+  }
+
   /// Elements per vector access for layout `l` and element type `t` (at most 16 bytes).
   int64_t vectorWidth(const Layout &l, Type t) {
     if (!l.distributed || l.vec == 1 || t.isInteger(1))
