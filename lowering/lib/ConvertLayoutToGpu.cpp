@@ -16,7 +16,7 @@ LogicalResult Emitter::emitConvertLayout(kiln::ConvertLayoutOp op) {
   if (isa<kiln::SharedLayoutAttr>(from)) {
     // A ring buffer read into registers.
     auto ll = src.getDefiningOp<kiln::LocalLoadOp>();
-    if (!ll || mmaOf(dst) || rowsOf(dst))
+    if (!ll || mmaOf(dst) || inSlice(dst.getType()))
       return op.emitError("convert-kiln-to-gpu: only ring buffers are read from shared memory into "
                           "a #kiln.blocked or #kiln.replicated layout");
     SmemTile tile = ringTile(ll);
@@ -46,7 +46,9 @@ LogicalResult Emitter::emitConvertLayout(kiln::ConvertLayoutOp op) {
     values[dst] = toMma(src, *m);
   else if (std::optional<Mma> rows = rowsOf(dst))
     values[dst] = toRows(src, *rows);
-  else if (mmaOf(src) || rowsOf(src))
+  else if (std::optional<Mma> cols = colsOf(dst))
+    values[dst] = toCols(src, *cols);
+  else if (mmaOf(src) || inSlice(src.getType()))
     values[dst] = toDefault(src, dst.getType());
   else if (layoutOf(src.getType()).perThread == layoutOf(dst.getType()).perThread &&
            layoutOf(src.getType()).distributed == layoutOf(dst.getType()).distributed &&
@@ -57,30 +59,41 @@ LogicalResult Emitter::emitConvertLayout(kiln::ConvertLayoutOp op) {
   return success();
 }
 
-SmallVector<Value> Emitter::toRows(Value v, const Mma &m) {
-  if (std::optional<Mma> rows = rowsOf(v); rows && sameRows(*rows, m))
-    return raw(v);
+SmallVector<Value> Emitter::toSlice(Value v, int64_t slots, bool alongColumns,
+                                    function_ref<Value(int64_t)> at) {
   if (isUniform(v))
     return raw(v);
   SmallVector<Value> out;
   auto tile = cast<RankedTensorType>(v.getType());
-  auto rowIndex = [&](int64_t i) {
+  auto index = [&](int64_t i) {
     SmallVector<Value> idx(tile.getRank(), i32(0));
-    idx[0] = rowOf(m, i);
+    idx[alongColumns ? tile.getRank() - 1 : 0] = at(i);
     return idx;
   };
   if (canRematerialize(v, 0)) {
-    for (int64_t i = 0; i < rowsPerThread(m); ++i)
-      out.push_back(rematerialize(v, rowIndex(i)));
+    for (int64_t i = 0; i < slots; ++i)
+      out.push_back(rematerialize(v, index(i)));
     return out;
   }
   Type stored = storageType(tile.getElementType());
   reserveSmem(spill(v, 0));
   barrier();
-  for (int64_t i = 0; i < rowsPerThread(m); ++i)
-    out.push_back(loadSmem(0, rowOf(m, i), stored));
+  for (int64_t i = 0; i < slots; ++i)
+    out.push_back(loadSmem(0, at(i), stored));
   barrier();
   return out;
+}
+
+SmallVector<Value> Emitter::toRows(Value v, const Mma &m) {
+  if (std::optional<Mma> rows = rowsOf(v); rows && sameRows(*rows, m))
+    return raw(v);
+  return toSlice(v, rowsPerThread(m), /*alongColumns=*/false, [&](int64_t i) { return rowOf(m, i); });
+}
+
+SmallVector<Value> Emitter::toCols(Value v, const Mma &m) {
+  if (std::optional<Mma> cols = colsOf(v); cols && sameCols(*cols, m))
+    return raw(v);
+  return toSlice(v, colsPerThread(m), /*alongColumns=*/true, [&](int64_t i) { return colOf(m, i); });
 }
 
 SmallVector<Value> Emitter::toDefault(Value v, Type to) {
@@ -103,7 +116,7 @@ bool Emitter::canRematerialize(Value v, int depth) {
   if (it != values.end() && isUniform(v))
     return true;
   Operation *op = v.getDefiningOp();
-  if (!op || mmaOf(v) || rowsOf(v))
+  if (!op || mmaOf(v) || inSlice(v.getType()))
     return false;
   if (isa<kiln::MakeRangeOp>(op))
     return true;

@@ -15,6 +15,8 @@ int64_t elementsPerThread(Type t, int threads) {
     return (tile.getDimSize(0) / mma.getWarpsM() / 16) * (tile.getDimSize(1) / mma.getWarpsN() / 8) * 4;
   if (auto slice = dyn_cast_or_null<kiln::SliceLayoutAttr>(layout)) {
     auto mma = cast<kiln::MmaLayoutAttr>(slice.getParent());
+    if (slice.getDim() == 0) // the columns: 2 per 8-column tile
+      return tile.getShape().back() / mma.getWarpsN() / 8 * 2;
     return tile.getDimSize(0) / mma.getWarpsM() / 16 * 2;
   }
   if (auto operand = dyn_cast_or_null<kiln::DotOperandLayoutAttr>(layout)) {

@@ -240,7 +240,7 @@ private:
   /// A distributed tile of exactly one element per thread: its one value is
   /// this thread's element, not a value shared by every element.
   bool oneEach(Type t) const {
-    if (mmaOf(t) || rowsOf(t))
+    if (mmaOf(t) || inSlice(t))
       return false;
     Layout l = layoutOf(t);
     return l.distributed && l.perThread == 1;
@@ -320,7 +320,7 @@ private:
   static std::optional<Mma> rowsOf(Type t) {
     auto tile = dyn_cast<RankedTensorType>(t);
     auto slice = tile ? dyn_cast_or_null<kiln::SliceLayoutAttr>(tile.getEncoding()) : kiln::SliceLayoutAttr();
-    if (!slice)
+    if (!slice || slice.getDim() != 1)
       return std::nullopt;
     auto mma = cast<kiln::MmaLayoutAttr>(slice.getParent());
     return Mma{tile.getDimSize(0), 0, mma.getWarpsM(), mma.getWarpsN()};
@@ -350,6 +350,64 @@ private:
       return first;
     return arith::AndIOp::create(b, loc, first, isZero(arith::RemUIOp::create(b, loc, warp, i32(m.wn))));
   }
+  //===--------------------------------------------------------------------===//
+  // Column slices of an accumulator layout
+  //===--------------------------------------------------------------------===//
+
+  /// A tile of N elements along its last dimension ((N) or (1, N)) held as
+  /// the columns of accumulator layout `m`: a thread holds the 2 * tilesN()
+  /// columns its accumulator elements lie in (columns 2 * (lane % 4) and
+  /// 2 * (lane % 4) + 1 of each 8-column tile of its warp column), so that
+  /// broadcasting along the columns (a bias row) moves nothing. The eight
+  /// quads of a warp and the wm warps of a warp column hold the same values.
+  /// The accumulator columns of a #kiln.slice<dim = 0> tile (M is unused).
+  static std::optional<Mma> colsOf(Type t) {
+    auto tile = dyn_cast<RankedTensorType>(t);
+    auto slice = tile ? dyn_cast_or_null<kiln::SliceLayoutAttr>(tile.getEncoding()) : kiln::SliceLayoutAttr();
+    if (!slice || slice.getDim() != 0)
+      return std::nullopt;
+    auto mma = cast<kiln::MmaLayoutAttr>(slice.getParent());
+    return Mma{0, tile.getShape().back(), mma.getWarpsM(), mma.getWarpsN()};
+  }
+  static std::optional<Mma> colsOf(Value v) { return colsOf(v.getType()); }
+  /// Either kind of slice: tiles that only a few ops know how to hold.
+  static bool inSlice(Type t) { return rowsOf(t) || colsOf(t); }
+  static int64_t colsPerThread(const Mma &m) { return m.tilesN() * 2; }
+  /// The slot of the column slice that accumulator element j lies in.
+  static int64_t colSlot(const Mma &m, int64_t j) { return (j / 4) % m.tilesN() * 2 + (j & 1); }
+  static bool sameCols(const Mma &x, const Mma &y) { return x.N == y.N && x.wm == y.wm && x.wn == y.wn; }
+  /// The column of slot i of a column slice.
+  Value colOf(const Mma &m, int64_t i) {
+    Value wc = arith::RemUIOp::create(b, loc, warp, i32(m.wn));
+    return arith::AddIOp::create(
+        b, loc, arith::MulIOp::create(b, loc, wc, i32(m.N / m.wn)),
+        arith::AddIOp::create(b, loc,
+                              arith::MulIOp::create(b, loc, arith::RemUIOp::create(b, loc, lane, i32(4)), i32(2)),
+                              i32((i / 2) * 8 + (i % 2))));
+  }
+  /// Whether this thread is the one that writes its columns (the first quad
+  /// of its warp, first warp row).
+  Value ownsCols(const Mma &m) {
+    Value first = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, lane, i32(4));
+    if (m.wm == 1)
+      return first;
+    return arith::AndIOp::create(b, loc, first,
+                                 arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, warp, i32(m.wn)));
+  }
+  /// `v`, of N elements along its last dimension, as a column slice of `m`
+  /// (recomputed for index arithmetic, otherwise through shared memory).
+  SmallVector<Value> toCols(Value v, const Mma &m);
+  /// `v` as `slots` values, slot i being its element at index at(i) along its
+  /// first dimension (or, alongColumns, its last): toRows and toCols.
+  SmallVector<Value> toSlice(Value v, int64_t slots, bool alongColumns, function_ref<Value(int64_t)> at);
+  /// Accumulator layout `to` of a broadcast along the columns of column slice `in`.
+  SmallVector<Value> broadcastCols(ArrayRef<Value> in, const Mma &to) {
+    SmallVector<Value> out;
+    for (int64_t j = 0; j < to.perThread(); ++j)
+      out.push_back(in[colSlot(to, j)]);
+    return out;
+  }
+
   /// `v`, of M elements along its first dimension, as a row slice of `m`
   /// (recomputed for index arithmetic, otherwise through shared memory).
   SmallVector<Value> toRows(Value v, const Mma &m);
@@ -582,6 +640,14 @@ private:
       });
       return bytes;
     }
+    if (std::optional<Mma> cols = colsOf(v); cols && own.size() > 1) {
+      const Mma &m = *cols;
+      onlyIf(ownsCols(m), [&] {
+        for (int64_t i = 0; i < colsPerThread(m); ++i)
+          storeSmem(base, colOf(m, i), own[i]);
+      });
+      return bytes;
+    }
     Layout l = layoutOf(tile);
     SmallVector<Value> vs = raw(v);
     int64_t width = vectorWidth(l, stored);
@@ -800,7 +866,7 @@ public:
   /// past it).
   SmemTile operandTile(Value v, int64_t &scratchOffset, int64_t align = 16);
   /// kiln.convert_layout: moves the elements between threads (see toMma,
-  /// toRows, toDefault) or, for compatible layouts, nothing.
+  /// toRows, toCols, toDefault) or, for compatible layouts, nothing.
   LogicalResult emitConvertLayout(kiln::ConvertLayoutOp op);
   /// `v` (an accumulator or row slice) in the #kiln.blocked / replicated
   /// layout of `to`, through shared memory.

@@ -10,11 +10,10 @@ bool isZeroFill(Value fill) { return matchPattern(fill, m_Zero()) || matchPatter
 
 LogicalResult Emitter::emitAddPtr(kiln::AddPtrOp ap) {
   Type pointee = cast<kiln::PtrType>(kiln::getElementTypeOrSelf(ap.getType())).getPointeeType();
-  Layout l = layoutOf(ap.getType());
   bool uniform = raw(ap.getPtr()).size() == 1 && raw(ap.getOffset()).size() == 1;
   Value size = arith::ConstantOp::create(b, loc, b.getI64IntegerAttr(byteSize(pointee)));
   auto &out = values[ap];
-  for (int64_t j = 0; j < (uniform ? 1 : l.perThread); ++j) {
+  for (int64_t j = 0; j < (uniform ? 1 : perThreadOf(ap.getType())); ++j) {
     Value off = elem(ap.getOffset(), j);
     if (off.getType().getIntOrFloatBitWidth() < 64)
       off = arith::ExtSIOp::create(b, loc, b.getI64Type(), off);
@@ -198,6 +197,32 @@ LogicalResult Emitter::emitLoad(kiln::LoadOp ld) {
   Type elemType = kiln::getElementTypeOrSelf(ld.getType());
   if (elemType.isInteger(1))
     return ld.emitError("convert-kiln-to-gpu: loads of i1 are not supported");
+  if (inSlice(ld.getType())) {
+    // A slice of an accumulator layout (a bias row): element by element.
+    SmallVector<Value> ptrs = raw(ld.getPtr());
+    SmallVector<Value> masks = ld.getMask() ? raw(ld.getMask()) : SmallVector<Value>{};
+    SmallVector<Value> fills = ld.getOther() ? raw(ld.getOther()) : SmallVector<Value>{};
+    // A column slice holds columns in consecutive pairs: one load for both
+    // when the addresses are consecutive (half the addresses and loads).
+    int64_t width = colsOf(ld.getType()) && strideOf(ld.getPtr()) == 1 && byteSize(elemType) <= 4 ? 2 : 1;
+    SmallVector<Value> out;
+    for (int64_t j = 0, n = perThreadOf(ld.getType()); j < n; j += width) {
+      if (width == 1) {
+        out.push_back(loadOne(elemType, pick(ptrs, j), masks.empty() ? Value() : pick(masks, j),
+                              fills.empty() ? Value() : pick(fills, j)));
+        continue;
+      }
+      SmallVector<Value> m, f;
+      if (!masks.empty())
+        m = {pick(masks, j), pick(masks, j + 1)};
+      if (!fills.empty())
+        f = {pick(fills, j), pick(fills, j + 1)};
+      auto pair = loadGroup(elemType, ld.getMask() && isPrefix(ld.getMask()), {pick(ptrs, j), pick(ptrs, j + 1)}, m, f);
+      out.append(pair.begin(), pair.end());
+    }
+    values[ld] = out;
+    return success();
+  }
   Layout l = layoutOf(ld.getType());
   int64_t width = vectorWidth(l, elemType);
   if (width > 1 && strideOf(ld.getPtr()) == 1) {
@@ -232,6 +257,9 @@ LogicalResult Emitter::emitLoad(kiln::LoadOp ld) {
 }
 
 LogicalResult Emitter::emitStore(kiln::StoreOp st) {
+  if (inSlice(st.getValue().getType()))
+    return st.emitError("convert-kiln-to-gpu: a slice of an accumulator layout is stored through a "
+                        "conversion to a blocked layout");
   Layout l = layoutOf(st.getValue().getType());
   Type elemType = kiln::getElementTypeOrSelf(st.getValue().getType());
   int64_t width = vectorWidth(l, elemType);

@@ -61,7 +61,7 @@ LogicalResult Emitter::emitReduce(kiln::ReduceOp red) {
     values[red] = std::move(*rows);
     return success();
   }
-  if (mmaOf(red.getSrc()) || rowsOf(red.getResult()))
+  if (mmaOf(red.getSrc()) || rowsOf(red.getResult()) || colsOf(red.getResult()) || colsOf(red.getSrc()))
     return red.emitError("convert-kiln-to-gpu: only reductions along the rows of an accumulator "
                          "(f32, f16, bf16, i32) leave a row slice of it");
   auto src = red.getSrc().getType();

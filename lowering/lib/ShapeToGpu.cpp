@@ -5,6 +5,14 @@ namespace kiln::gpu_lowering {
 
 LogicalResult Emitter::emitShape(Operation *op) {
   if (auto r = dyn_cast<kiln::MakeRangeOp>(op)) {
+    if (std::optional<Mma> cols = colsOf(r.getType())) {
+      auto &out = values[r];
+      for (int64_t i = 0; i < colsPerThread(*cols); ++i)
+        out.push_back(arith::AddIOp::create(b, loc, colOf(*cols, i), i32(r.getStart())));
+      return success();
+    }
+    if (rowsOf(r.getType()))
+      return r.emitError("convert-kiln-to-gpu: a range cannot be a row slice");
     Layout l = layoutOf(r.getType());
     auto &out = values[r];
     for (int64_t j = 0; j < l.perThread; ++j)
@@ -24,6 +32,12 @@ LogicalResult Emitter::emitShape(Operation *op) {
       if (!rowsOf(src) || !rowsOf(dst) || !sameRows(*rowsOf(src), *rowsOf(dst)))
         return op->emitError("convert-kiln-to-gpu: a row slice changes rows");
       values[dst] = raw(src); // (M) and (M, 1): the same rows
+      return success();
+    }
+    if (colsOf(src) || colsOf(dst)) {
+      if (!colsOf(src) || !colsOf(dst) || !sameCols(*colsOf(src), *colsOf(dst)))
+        return op->emitError("convert-kiln-to-gpu: a column slice changes columns");
+      values[dst] = raw(src); // (N) and (1, N): the same columns
       return success();
     }
     Layout ls = layoutOf(src.getType()), ld = layoutOf(dst.getType());
@@ -48,18 +62,28 @@ LogicalResult Emitter::emitBroadcast(kiln::BroadcastOp bc) {
   auto src = bc.getSrc().getType();
   auto dst = bc.getType();
   if (std::optional<Mma> to = mmaOf(bc.getResult())) {
-    // Along the rows of a row slice: the accumulator layout, nothing moves.
+    // Along the rows of a row slice (or the columns of a column slice): the
+    // accumulator layout, nothing moves.
     std::optional<Mma> rows = rowsOf(bc.getSrc());
     if (isUniform(bc.getSrc())) {
       values[bc] = raw(bc.getSrc());
       return success();
     }
+    if (std::optional<Mma> cols = colsOf(bc.getSrc())) {
+      if (!sameCols(*cols, *to))
+        return bc.emitError("convert-kiln-to-gpu: a broadcast of a column slice into another accumulator layout");
+      values[bc] = broadcastCols(raw(bc.getSrc()), *to);
+      return success();
+    }
     if (!rows || !sameRows(*rows, *to))
       return bc.emitError("convert-kiln-to-gpu: a broadcast into an accumulator layout needs a row "
-                          "slice of it");
+                          "or column slice of it");
     values[bc] = broadcastRows(raw(bc.getSrc()), *to);
     return success();
   }
+  if (inSlice(src) && !isUniform(bc.getSrc()))
+    return bc.emitError("convert-kiln-to-gpu: a slice of an accumulator layout broadcasts into that "
+                        "layout only");
   Layout ls = layoutOf(src), ld = layoutOf(dst);
   SmallVector<Value> in = raw(bc.getSrc());
   if (isUniform(bc.getSrc())) { // e.g. a splat: nothing moves

@@ -29,6 +29,14 @@ std::optional<int64_t> rowsOf(ArrayRef<int64_t> shape) {
     return shape[0];
   return std::nullopt;
 }
+
+/// N (columns) of a tile of `shape` that a slice along dimension 0 can hold:
+/// (N) or (1, N).
+std::optional<int64_t> colsOf(ArrayRef<int64_t> shape) {
+  if (shape.size() == 1 || (shape.size() == 2 && shape[0] == 1))
+    return shape.back();
+  return std::nullopt;
+}
 } // namespace
 
 //===----------------------------------------------------------------------===//
@@ -103,13 +111,21 @@ int64_t MmaLayoutAttr::getNumWarps() const { return getWarpsM() * getWarpsN(); }
 //===----------------------------------------------------------------------===//
 
 LogicalResult SliceLayoutAttr::verify(EmitError emitError, int64_t dim, Attribute parent) {
-  if (dim != 1 || !isa_and_nonnull<MmaLayoutAttr>(parent))
-    return emitError() << "#kiln.slice: only the rows (dim = 1) of a #kiln.mma parent are supported";
+  if ((dim != 0 && dim != 1) || !isa_and_nonnull<MmaLayoutAttr>(parent))
+    return emitError() << "#kiln.slice: only the rows (dim = 1) or columns (dim = 0) of a #kiln.mma "
+                          "parent are supported";
   return success();
 }
 
 LogicalResult SliceLayoutAttr::verifyEncoding(ArrayRef<int64_t> shape, Type, EmitError emitError) const {
   auto mma = cast<MmaLayoutAttr>(getParent());
+  if (getDim() == 0) {
+    std::optional<int64_t> cols = colsOf(shape);
+    if (!cols || *cols % (8 * mma.getWarpsN()) != 0)
+      return emitError() << "#kiln.slice of the columns of " << getParent()
+                         << " needs an (N) or (1, N) tile with N a multiple of " << 8 * mma.getWarpsN();
+    return success();
+  }
   std::optional<int64_t> rows = rowsOf(shape);
   if (!rows || *rows % (16 * mma.getWarpsM()) != 0)
     return emitError() << "#kiln.slice of the rows of " << getParent()

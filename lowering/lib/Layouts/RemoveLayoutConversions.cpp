@@ -1,12 +1,15 @@
 //===- RemoveLayoutConversions.cpp - keep values in tensor-core layouts ---===//
 //
 // Carries #kiln.mma accumulators and their row slices forward through the
-// ops that can work in them, and across loops, so that conversions (trips
-// through shared memory) are left only where a value really changes hands.
+// ops that can work in them, and across loops, and computes rows broadcast
+// into an accumulator (bias rows) in its column slice, so that conversions
+// (trips through shared memory) are left only where a value really changes
+// hands.
 //
 //===----------------------------------------------------------------------===//
 #include "LayoutUtils.h"
 
+#include "mlir/IR/IRMapping.h"
 #include "mlir/Transforms/GreedyPatternRewriteDriver.h"
 
 namespace kiln {
@@ -179,6 +182,87 @@ void operandsFromRegisters(func::FuncOp f) {
   });
 }
 
+/// Rebuilds the ops computing a (1, N) or (N) tile in column slice `slice`
+/// of an accumulator layout: ranges, splats, splat constants, element-wise
+/// ops, pointer offsets and loads (a bias row). `exclusive` says whether
+/// `v` feeds the broadcast being rewritten and nothing else, up to it: a
+/// load is moved only then (it is never loaded twice). Returns null when
+/// some op cannot be held in a slice.
+class ColumnSlice {
+public:
+  ColumnSlice(OpBuilder &b, kiln::SliceLayoutAttr slice) : b(b), slice(slice) {}
+
+  Value rebuild(Value v, bool exclusive, int depth = 0) {
+    auto tile = dyn_cast<RankedTensorType>(v.getType());
+    if (!tile)
+      return v; // scalars stay as they are
+    if (Value done = rebuilt.lookup(v))
+      return done;
+    Operation *op = v.getDefiningOp();
+    Type type = kiln::withLayout(tile, slice);
+    if (!op || depth > 16 || op->getNumResults() != 1 ||
+        failed(slice.verifyEncoding(tile.getShape(), tile.getElementType(), [] { return InFlightDiagnostic(); })))
+      return {};
+    if (auto c = dyn_cast<arith::ConstantOp>(op)) {
+      auto dense = dyn_cast<DenseElementsAttr>(c.getValue());
+      if (!dense || !dense.isSplat())
+        return {};
+      b.setInsertionPoint(op);
+      return rebuilt[v] = arith::ConstantOp::create(b, op->getLoc(), cast<TypedAttr>(dense.reshape(cast<ShapedType>(type))));
+    }
+    bool movable = isa<kiln::MakeRangeOp, kiln::SplatOp, kiln::AddPtrOp>(op) || isElementwise(op) ||
+                   (isa<kiln::ExpandDimsOp>(op) && cast<kiln::ExpandDimsOp>(op).getAxis() == 0) ||
+                   (isa<kiln::LoadOp>(op) && exclusive);
+    if (!movable)
+      return {};
+    IRMapping map;
+    for (Value operand : op->getOperands()) {
+      Value in = rebuild(operand, exclusive && operand.hasOneUse(), depth + 1);
+      if (!in)
+        return {};
+      map.map(operand, in);
+    }
+    b.setInsertionPoint(op);
+    Operation *copy = b.clone(*op, map);
+    copy->getResult(0).setType(type);
+    return rebuilt[v] = copy->getResult(0);
+  }
+
+private:
+  OpBuilder &b;
+  kiln::SliceLayoutAttr slice;
+  DenseMap<Value, Value> rebuilt;
+};
+
+/// A row broadcast into an accumulator layout, (1, N) -> (M, N) (a bias row
+/// added to a product), is computed in a column slice of that layout: each
+/// thread loads and converts the 2 columns per 8-column tile its accumulator
+/// elements lie in, instead of every thread the whole row and a trip through
+/// shared memory to regroup it.
+void columnsFromBroadcasts(func::FuncOp f) {
+  SmallVector<kiln::ConvertLayoutOp> converts;
+  f.walk([&](kiln::ConvertLayoutOp cvt) { converts.push_back(cvt); });
+  for (kiln::ConvertLayoutOp cvt : converts) {
+    auto mma = dyn_cast<kiln::MmaLayoutAttr>(kiln::getLayout(cvt.getType()));
+    auto bc = cvt.getSrc().getDefiningOp<kiln::BroadcastOp>();
+    if (!mma || !bc || isUniform(bc.getSrc()))
+      continue;
+    auto src = bc.getSrc().getType();
+    if (src.getRank() != 2 || src.getDimSize(0) != 1)
+      continue;
+    OpBuilder b(cvt);
+    auto slice = kiln::SliceLayoutAttr::get(cvt.getContext(), 0, mma);
+    ColumnSlice columns(b, slice);
+    Value row = columns.rebuild(bc.getSrc(), bc->hasOneUse() && bc.getSrc().hasOneUse());
+    if (!row)
+      continue;
+    b.setInsertionPoint(cvt);
+    Value wide = kiln::BroadcastOp::create(b, cvt.getLoc(), cvt.getType(), row);
+    cvt.replaceAllUsesWith(wide);
+    cvt.erase();
+  }
+}
+
 struct KilnRemoveLayoutConversionsPass
     : kiln::impl::KilnRemoveLayoutConversionsBase<KilnRemoveLayoutConversionsPass> {
   void runOnOperation() override {
@@ -201,6 +285,7 @@ struct KilnRemoveLayoutConversionsPass
         if (!hoisted)
           break;
       }
+      columnsFromBroadcasts(f);
       operandsFromRegisters(f);
       if (failed(applyPatternsGreedily(f, frozen)))
         return signalPassFailure();

@@ -231,7 +231,7 @@ func.func @test_not_mma_version(%t: tensor<64x64xf32, #kiln.mma<version = 4, war
 
 // -----
 
-// expected-error @+1 {{#kiln.slice: only the rows (dim = 1) of a #kiln.mma parent are supported}}
+// expected-error @+1 {{#kiln.slice: only the rows (dim = 1) or columns (dim = 0) of a #kiln.mma parent are supported}}
 func.func @test_not_slice_parent(%t: tensor<64xf32, #kiln.slice<dim = 1, parent = #kiln.blocked<vec = 1, warps = 1>>>) {
   return
 }
@@ -240,6 +240,13 @@ func.func @test_not_slice_parent(%t: tensor<64xf32, #kiln.slice<dim = 1, parent 
 
 // expected-error @+1 {{#kiln.slice of the rows of #kiln.mma<version = 2, warpsM = 4, warpsN = 1> needs an (M) or (M, 1) tile with M a multiple of 64}}
 func.func @test_not_slice_shape(%t: tensor<64x2xf32, #kiln.slice<dim = 1, parent = #kiln.mma<version = 2, warpsM = 4, warpsN = 1>>>) {
+  return
+}
+
+// -----
+
+// expected-error @+1 {{#kiln.slice of the columns of #kiln.mma<version = 2, warpsM = 2, warpsN = 2> needs an (N) or (1, N) tile with N a multiple of 16}}
+func.func @test_not_column_slice_shape(%t: tensor<2x64xf32, #kiln.slice<dim = 0, parent = #kiln.mma<version = 2, warpsM = 2, warpsN = 2>>>) {
   return
 }
 

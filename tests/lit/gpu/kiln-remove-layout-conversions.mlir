@@ -104,3 +104,68 @@ module attributes {kiln.num_warps = 4 : i32} {
     return %o : tensor<64x64xf32, #mma1>
   }
 }
+
+// -----
+
+// A bias row broadcast along the rows and added to an accumulator is
+// computed in the accumulator's column slice: each thread computes the
+// addresses of, loads and widens only its own columns; the broadcast is the
+// accumulator layout, and no conversion is left.
+// CHECK-DAG: #[[MMA:mma[0-9]*]] = #kiln.mma<version = 3, warpsM = 8, warpsN = 1>
+// CHECK-DAG: #[[COLS:slice[0-9]*]] = #kiln.slice<dim = 0, parent = #[[MMA]]>
+// CHECK-LABEL: func.func @test_bias_columns
+// CHECK: %[[RN:.*]] = kiln.make_range 0 to 128 : tensor<128xi32, #[[COLS]]>
+// CHECK: %[[IN:.*]] = arith.cmpi slt, %{{.*}}, %{{.*}} : tensor<128xi32, #[[COLS]]>
+// CHECK: %[[P:.*]] = kiln.addptr %{{.*}}, %{{.*}} : tensor<128x!kiln.ptr<f16>, #[[COLS]]>, tensor<128xi32, #[[COLS]]>
+// CHECK: %[[L:.*]] = kiln.load %[[P]], %[[IN]], %{{.*}} : tensor<128x!kiln.ptr<f16>, #[[COLS]]>
+// CHECK: %[[W:.*]] = kiln.cast %[[L]] : tensor<128xf16, #[[COLS]]> to tensor<128xf32, #[[COLS]]>
+// CHECK: %[[E:.*]] = kiln.expand_dims %[[W]] {axis = 0 : i32} : tensor<128xf32, #[[COLS]]> -> tensor<1x128xf32, #[[COLS]]>
+// CHECK: %[[B:.*]] = kiln.broadcast %[[E]] : tensor<1x128xf32, #[[COLS]]> -> tensor<128x128xf32, #[[MMA]]>
+// CHECK: arith.addf %{{.*}}, %[[B]] : tensor<128x128xf32, #[[MMA]]>
+// CHECK-NOT: kiln.convert_layout
+// CHECK: return
+#r = #kiln.replicated<warps = 8>
+#b = #kiln.blocked<vec = 4, warps = 8>
+#mma = #kiln.mma<version = 3, warpsM = 8, warpsN = 1>
+module attributes {kiln.num_warps = 8 : i32} {
+  func.func @test_bias_columns(%acc: tensor<128x128xf32, #mma>, %bias: !kiln.ptr<f16>, %n: i32) -> tensor<128x128xf32, #mma> attributes {kiln.kernel} {
+    %rn = kiln.make_range 0 to 128 : tensor<128xi32, #r>
+    %ns = kiln.splat %n : tensor<128xi32, #r>
+    %in = arith.cmpi slt, %rn, %ns : tensor<128xi32, #r>
+    %base = kiln.splat %bias : tensor<128x!kiln.ptr<f16>, #r>
+    %p = kiln.addptr %base, %rn : tensor<128x!kiln.ptr<f16>, #r>, tensor<128xi32, #r>
+    %zero = arith.constant dense<0.0> : tensor<128xf16, #r>
+    %l = kiln.load %p, %in, %zero : tensor<128x!kiln.ptr<f16>, #r>
+    %w = kiln.cast %l : tensor<128xf16, #r> to tensor<128xf32, #r>
+    %e = kiln.expand_dims %w {axis = 0 : i32} : tensor<128xf32, #r> -> tensor<1x128xf32, #r>
+    %bb = kiln.broadcast %e : tensor<1x128xf32, #r> -> tensor<128x128xf32, #b>
+    %bm = kiln.convert_layout %bb : tensor<128x128xf32, #b> -> tensor<128x128xf32, #mma>
+    %out = arith.addf %acc, %bm : tensor<128x128xf32, #mma>
+    return %out : tensor<128x128xf32, #mma>
+  }
+}
+
+// -----
+
+// A row also used elsewhere is not loaded twice: it stays replicated and is
+// converted.
+// CHECK-LABEL: func.func @test_bias_shared_row
+// CHECK: kiln.load %{{.*}} : tensor<128x!kiln.ptr<f16>, #replicated>
+// CHECK-NOT: kiln.load
+// CHECK: kiln.convert_layout %{{.*}} -> tensor<128x128xf16, #mma>
+#r = #kiln.replicated<warps = 8>
+#b = #kiln.blocked<vec = 4, warps = 8>
+#mma = #kiln.mma<version = 3, warpsM = 8, warpsN = 1>
+module attributes {kiln.num_warps = 8 : i32} {
+  func.func @test_bias_shared_row(%acc: tensor<128x128xf16, #mma>, %bias: !kiln.ptr<f16>) -> (tensor<128x128xf16, #mma>, tensor<128xf16, #r>) attributes {kiln.kernel} {
+    %rn = kiln.make_range 0 to 128 : tensor<128xi32, #r>
+    %base = kiln.splat %bias : tensor<128x!kiln.ptr<f16>, #r>
+    %p = kiln.addptr %base, %rn : tensor<128x!kiln.ptr<f16>, #r>, tensor<128xi32, #r>
+    %l = kiln.load %p : tensor<128x!kiln.ptr<f16>, #r>
+    %e = kiln.expand_dims %l {axis = 0 : i32} : tensor<128xf16, #r> -> tensor<1x128xf16, #r>
+    %bb = kiln.broadcast %e : tensor<1x128xf16, #r> -> tensor<128x128xf16, #b>
+    %bm = kiln.convert_layout %bb : tensor<128x128xf16, #b> -> tensor<128x128xf16, #mma>
+    %out = arith.addf %acc, %bm : tensor<128x128xf16, #mma>
+    return %out, %l : tensor<128x128xf16, #mma>, tensor<128xf16, #r>
+  }
+}

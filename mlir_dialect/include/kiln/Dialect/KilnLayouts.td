@@ -105,8 +105,16 @@ def Kiln_SliceLayout : Kiln_Layout<"SliceLayout", "slice"> {
     nothing moves either way. The four lanes of a quad (and the warps of a
     warp row) hold the same values.
 
+    With `dim = 0`, a tile of N elements along its last dimension (`(N)` or
+    `(1, N)`) is held as the columns of `parent`: a thread holds the columns
+    its accumulator elements lie in (2 per 8-column tile), which is what a
+    bias row added to an accumulator needs: each thread loads its own
+    columns, nothing moves. The eight quads of a warp (and the warps of a
+    warp column) hold the same values.
+
     ```mlir
     tensor<64xf32, #kiln.slice<dim = 1, parent = #kiln.mma<version = 2, warpsM = 4, warpsN = 1>>>
+    tensor<1x128xf32, #kiln.slice<dim = 0, parent = #kiln.mma<version = 3, warpsM = 8, warpsN = 1>>>
     ```
   }];
   let parameters = (ins "int64_t":$dim, "::mlir::Attribute":$parent);
