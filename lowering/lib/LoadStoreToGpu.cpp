@@ -197,14 +197,17 @@ LogicalResult Emitter::emitLoad(kiln::LoadOp ld) {
   Type elemType = kiln::getElementTypeOrSelf(ld.getType());
   if (elemType.isInteger(1))
     return ld.emitError("convert-kiln-to-gpu: loads of i1 are not supported");
-  if (inSlice(ld.getType())) {
-    // A slice of an accumulator layout (a bias row): element by element.
+  if (inSlice(ld.getType()) || mmaOf(ld.getType())) {
+    // A slice of an accumulator layout (a bias row), or an accumulator
+    // layout (a residual): element by element.
     SmallVector<Value> ptrs = raw(ld.getPtr());
     SmallVector<Value> masks = ld.getMask() ? raw(ld.getMask()) : SmallVector<Value>{};
     SmallVector<Value> fills = ld.getOther() ? raw(ld.getOther()) : SmallVector<Value>{};
-    // A column slice holds columns in consecutive pairs: one load for both
-    // when the addresses are consecutive (half the addresses and loads).
-    int64_t width = colsOf(ld.getType()) && strideOf(ld.getPtr()) == 1 && byteSize(elemType) <= 4 ? 2 : 1;
+    // Column slices and accumulators hold columns in consecutive pairs: one
+    // load for both when the addresses are consecutive (half the addresses
+    // and loads).
+    int64_t width =
+        (colsOf(ld.getType()) || mmaOf(ld.getType())) && strideOf(ld.getPtr()) == 1 && byteSize(elemType) <= 4 ? 2 : 1;
     SmallVector<Value> out;
     for (int64_t j = 0, n = perThreadOf(ld.getType()); j < n; j += width) {
       if (width == 1) {

@@ -182,6 +182,25 @@ void operandsFromRegisters(func::FuncOp f) {
   });
 }
 
+/// Whether `v` is computed from ranges, splats and integer or pointer
+/// arithmetic alone (what the GPU lowering recomputes at any element).
+bool isIndexArithmetic(Value v, int depth = 0) {
+  if (!isa<RankedTensorType>(v.getType()))
+    return true;
+  Operation *op = v.getDefiningOp();
+  if (!op || depth > 16)
+    return false;
+  if (isa<kiln::MakeRangeOp, kiln::SplatOp>(op))
+    return true;
+  if (auto c = dyn_cast<arith::ConstantOp>(op))
+    return isa<SplatElementsAttr>(c.getValue());
+  bool integers = isa<arith::ArithDialect>(op->getDialect()) && op->getNumResults() == 1 &&
+                  isa<IntegerType>(kiln::getElementTypeOrSelf(op->getResult(0).getType()));
+  if (!integers && !isa<kiln::AddPtrOp, kiln::BroadcastOp, kiln::ExpandDimsOp>(op))
+    return false;
+  return llvm::all_of(op->getOperands(), [&](Value operand) { return isIndexArithmetic(operand, depth + 1); });
+}
+
 /// Rebuilds the ops computing a (1, N) or (N) tile in column slice `slice`
 /// of an accumulator layout: ranges, splats, splat constants, element-wise
 /// ops, pointer offsets and loads (a bias row). `exclusive` says whether
@@ -263,6 +282,56 @@ void columnsFromBroadcasts(func::FuncOp f) {
   }
 }
 
+/// A tile loaded only to be converted into an accumulator layout (a
+/// residual added to a product) is loaded in that layout: each thread loads
+/// the elements it holds there (consecutive column pairs per load), its
+/// addresses and mask recomputed from the index arithmetic, instead of a
+/// coalesced load regrouped through shared memory (a second copy of the tile
+/// in registers and two CTA barriers).
+void loadsIntoAccumulators(func::FuncOp f) {
+  SmallVector<kiln::ConvertLayoutOp> converts;
+  f.walk([&](kiln::ConvertLayoutOp cvt) { converts.push_back(cvt); });
+  for (kiln::ConvertLayoutOp cvt : converts) {
+    auto mma = dyn_cast<kiln::MmaLayoutAttr>(kiln::getLayout(cvt.getType()));
+    if (!mma)
+      continue;
+    // The load, possibly through one-operand element-wise ops (a cast to f32).
+    SmallVector<Operation *> unary;
+    Value src = cvt.getSrc();
+    while (Operation *op = src.getDefiningOp()) {
+      if (!isElementwise(op) || op->getNumOperands() != 1 || !src.hasOneUse())
+        break;
+      unary.push_back(op);
+      src = op->getOperand(0);
+    }
+    auto load = src.getDefiningOp<kiln::LoadOp>();
+    if (!load || !load->hasOneUse() || !isIndexArithmetic(load.getPtr()) ||
+        (load.getMask() && !isIndexArithmetic(load.getMask())) || (load.getOther() && !isUniform(load.getOther())))
+      continue;
+    OpBuilder b(load);
+    SmallVector<Value> operands;
+    for (Value v : load->getOperands())
+      operands.push_back(inLayout(b, v, mma));
+    Operation *moved = b.clone(*load);
+    moved->setOperands(operands);
+    moved->getResult(0).setType(kiln::withLayout(load.getType(), mma));
+    Value result = moved->getResult(0);
+    for (Operation *op : llvm::reverse(unary)) {
+      b.setInsertionPoint(op);
+      IRMapping map;
+      map.map(op->getOperand(0), result);
+      Operation *copy = b.clone(*op, map);
+      copy->getResult(0).setType(kiln::withLayout(op->getResult(0).getType(), mma));
+      result = copy->getResult(0);
+    }
+    cvt.replaceAllUsesWith(result);
+    cvt.erase();
+    for (Operation *op : unary) // users first
+      op->erase();
+    load.erase();
+  }
+}
+
 struct KilnRemoveLayoutConversionsPass
     : kiln::impl::KilnRemoveLayoutConversionsBase<KilnRemoveLayoutConversionsPass> {
   void runOnOperation() override {
@@ -286,6 +355,7 @@ struct KilnRemoveLayoutConversionsPass
           break;
       }
       columnsFromBroadcasts(f);
+      loadsIntoAccumulators(f);
       operandsFromRegisters(f);
       if (failed(applyPatternsGreedily(f, frozen)))
         return signalPassFailure();

@@ -169,3 +169,45 @@ module attributes {kiln.num_warps = 8 : i32} {
     return %out, %l : tensor<128x128xf16, #mma>, tensor<128xf16, #r>
   }
 }
+
+// -----
+
+// A tile loaded only to be added to an accumulator (a residual, widened to
+// f32 first) is loaded in the accumulator layout: its addresses and mask
+// are converted (the lowering recomputes them at each element), the loaded
+// values are not.
+// CHECK-DAG: #[[MMA:mma[0-9]*]] = #kiln.mma<version = 2, warpsM = 4, warpsN = 1>
+// CHECK-LABEL: func.func @test_residual_in_accumulator
+// CHECK: %[[P:.*]] = kiln.convert_layout %{{.*}} : tensor<64x64x!kiln.ptr<f16>, #blocked> -> tensor<64x64x!kiln.ptr<f16>, #[[MMA]]>
+// CHECK: %[[M:.*]] = kiln.convert_layout %{{.*}} : tensor<64x64xi1, #blocked> -> tensor<64x64xi1, #[[MMA]]>
+// CHECK: %[[L:.*]] = kiln.load %[[P]], %[[M]], %{{.*}} : tensor<64x64x!kiln.ptr<f16>, #[[MMA]]>
+// CHECK: %[[W:.*]] = kiln.cast %[[L]] : tensor<64x64xf16, #[[MMA]]> to tensor<64x64xf32, #[[MMA]]>
+// CHECK: arith.addf %{{.*}}, %[[W]] : tensor<64x64xf32, #[[MMA]]>
+// CHECK-NOT: kiln.convert_layout
+// CHECK: return
+#r = #kiln.replicated<warps = 4>
+#b = #kiln.blocked<vec = 8, warps = 4>
+#mma = #kiln.mma<version = 2, warpsM = 4, warpsN = 1>
+module attributes {kiln.num_warps = 4 : i32} {
+  func.func @test_residual_in_accumulator(%acc: tensor<64x64xf32, #mma>, %res: !kiln.ptr<f16>, %m: i32, %ld: i32) -> tensor<64x64xf32, #mma> attributes {kiln.kernel} {
+    %rm = kiln.make_range 0 to 64 : tensor<64xi32, #r>
+    %rows = kiln.expand_dims %rm {axis = 1 : i32} : tensor<64xi32, #r> -> tensor<64x1xi32, #r>
+    %cols = kiln.expand_dims %rm {axis = 0 : i32} : tensor<64xi32, #r> -> tensor<1x64xi32, #r>
+    %lds = kiln.splat %ld : tensor<64x1xi32, #r>
+    %off = arith.muli %rows, %lds : tensor<64x1xi32, #r>
+    %base = kiln.splat %res : tensor<64x1x!kiln.ptr<f16>, #r>
+    %rowp = kiln.addptr %base, %off : tensor<64x1x!kiln.ptr<f16>, #r>, tensor<64x1xi32, #r>
+    %rowb = kiln.broadcast %rowp : tensor<64x1x!kiln.ptr<f16>, #r> -> tensor<64x64x!kiln.ptr<f16>, #b>
+    %colb = kiln.broadcast %cols : tensor<1x64xi32, #r> -> tensor<64x64xi32, #b>
+    %p = kiln.addptr %rowb, %colb : tensor<64x64x!kiln.ptr<f16>, #b>, tensor<64x64xi32, #b>
+    %ms = kiln.splat %m : tensor<64x1xi32, #r>
+    %in = arith.cmpi slt, %rows, %ms : tensor<64x1xi32, #r>
+    %mask = kiln.broadcast %in : tensor<64x1xi1, #r> -> tensor<64x64xi1, #b>
+    %zero = arith.constant dense<0.0> : tensor<64x64xf16, #b>
+    %l = kiln.load %p, %mask, %zero : tensor<64x64x!kiln.ptr<f16>, #b>
+    %w = kiln.cast %l : tensor<64x64xf16, #b> to tensor<64x64xf32, #b>
+    %wm = kiln.convert_layout %w : tensor<64x64xf32, #b> -> tensor<64x64xf32, #mma>
+    %out = arith.addf %acc, %wm : tensor<64x64xf32, #mma>
+    return %out : tensor<64x64xf32, #mma>
+  }
+}

@@ -344,6 +344,13 @@ def KilnRemoveLayoutConversions : Pass<"kiln-remove-layout-conversions", "mlir::
     * a loop-carried tile that the loop body yields in such a layout is
       carried in it: the conversion is hoisted out of the loop, onto the
       initial value and the loop's result;
+    * a row broadcast into an accumulator layout, (1, N) -> (M, N) (a bias
+      row), is computed in its `#kiln.slice<dim = 0>` with the ranges,
+      splats, index arithmetic, loads and casts that make it, when it alone
+      uses the loaded row: each thread loads its own columns;
+    * a tile loaded only to be converted into an accumulator layout, possibly
+      through a cast (a residual), is loaded in that layout, its addresses
+      and mask (index arithmetic) converted instead of the loaded values;
     * an A operand of a product, converted from an accumulator whose warps
       hold the same whole rows, is taken from registers
       (`#kiln.dot_operand`), not through shared memory.

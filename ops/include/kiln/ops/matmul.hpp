@@ -125,7 +125,9 @@ template <class T, int BM_, int BN_, int BK_> struct MatmulBias {
 };
 
 /// `c = a @ b + bias + res` (projections that feed the residual stream; `res`
-/// may be `c`: every element is read before it is written, by one thread).
+/// may be `c`: within a program every element of the tile is read before any
+/// is written, by the same thread or, when the tile is regrouped for the
+/// store, before the CTA barrier of that regrouping; programs own disjoint tiles).
 template <class T, int BM_, int BN_, int BK_> struct MatmulBiasResidual {
   static constexpr int BM = BM_, BN = BN_, BK = BK_;
   void operator()(Ptr<T> a, Ptr<T> b, Ptr<T> bias, Ptr<T> res, Ptr<T> c, I32 M, I32 N, I32 K,
