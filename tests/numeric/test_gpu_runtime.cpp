@@ -116,6 +116,50 @@ double matmul_error(int M, int N, int K, int warps, int stages) {
 }
 } // namespace
 
+namespace {
+/// Worst absolute error of MatmulBiasResidual `Kern` against the reference,
+/// with the residual read from `c` itself (in place, as GPT-2 adds to its
+/// residual stream) or from a buffer of its own.
+template <class Kern, class T> double residual_error(int M, int N, int K, int warps, bool inPlace) {
+  std::vector<T> a(std::size_t(M) * K), b(std::size_t(K) * N), bias(N), res(std::size_t(M) * N);
+  for (std::size_t i = 0; i < a.size(); ++i) a[i] = T(float((i * 7) % 13) / 13.f - 0.5f);
+  for (std::size_t i = 0; i < b.size(); ++i) b[i] = T(float((i * 5) % 11) / 11.f - 0.5f);
+  for (int i = 0; i < N; ++i) bias[i] = T(float(i % 9) / 9.f - 0.5f);
+  for (std::size_t i = 0; i < res.size(); ++i) res[i] = T(float((i * 3) % 17) / 17.f - 0.5f);
+  CompileOptions options;
+  options.num_warps = warps;
+  options.num_stages = 3;
+  auto k = compile<Kern>(Target::cuda(cuda::device_arch()), options);
+  cuda::DeviceBuffer<T> da(a), db(b), dbias(bias), dres(res), dc(res);
+  Grid grid(ceil_div(M, Kern::BM), ceil_div(N, Kern::BN));
+  k.launch(grid, da.data(), db.data(), dbias.data(), inPlace ? dc.data() : dres.data(), dc.data(), M, N, K, K, N, N);
+  auto want = ref::matmul(a, b, M, N, K);
+  auto c = dc.download();
+  double worst = 0;
+  for (std::size_t i = 0; i < c.size(); ++i)
+    worst = std::max(worst, std::abs(double(float(c[i])) -
+                                     (want[i] + double(float(bias[i % N])) + double(float(res[i])))));
+  return worst;
+}
+} // namespace
+
+TEST_CASE("a product with bias and residual, in place or not, matches the reference on ragged shapes") {
+  // The bias is loaded in the accumulator's column slice and the residual in
+  // its accumulator layout, two columns per load: N = 263 makes every other
+  // row's pairs misaligned (element loads); K = 135 rows are not 16-byte
+  // aligned either (no TMA).
+  for (auto [N, K] : {std::pair{264, 136}, std::pair{263, 135}}) {
+    CAPTURE(N);
+    for (bool inPlace : {false, true}) {
+      CAPTURE(inPlace);
+      CHECK(residual_error<ops::MatmulBiasResidual<f16, 64, 128, 64>, half>(200, N, K, 4, inPlace) < 2e-2);
+      CHECK(residual_error<ops::MatmulBiasResidual<f16, 128, 128, 64>, half>(200, N, K, 8, inPlace) < 2e-2);
+      CHECK(residual_error<ops::MatmulBiasResidual<bf16, 64, 128, 64>, bfloat16>(200, N, K, 4, inPlace) < 5e-2);
+      CHECK(residual_error<ops::MatmulBiasResidual<f16, 32, 64, 64>, half>(200, N, K, 4, inPlace) < 2e-2);
+    }
+  }
+}
+
 TEST_CASE("matmul over block sizes, warps and pipeline stages matches the reference") {
   // K = 136: the last K block is partial; K = 135: rows are not 16-byte
   // aligned, so copies fall back to element loads. 128-wide blocks on 4 warps
