@@ -632,19 +632,12 @@ private:
       }
       return bytes;
     }
-    if (std::optional<Mma> rows = rowsOf(v); rows && own.size() > 1) {
-      const Mma &m = *rows;
-      onlyIf(ownsRows(m), [&] {
-        for (int64_t i = 0; i < rowsPerThread(m); ++i)
-          storeSmem(base, rowOf(m, i), own[i]);
-      });
-      return bytes;
-    }
-    if (std::optional<Mma> cols = colsOf(v); cols && own.size() > 1) {
-      const Mma &m = *cols;
-      onlyIf(ownsCols(m), [&] {
-        for (int64_t i = 0; i < colsPerThread(m); ++i)
-          storeSmem(base, colOf(m, i), own[i]);
+    if (std::optional<Mma> rows = rowsOf(v), cols = colsOf(v); (rows || cols) && own.size() > 1) {
+      // A slice: each row (column) by the one thread that owns it.
+      const Mma &m = rows ? *rows : *cols;
+      onlyIf(rows ? ownsRows(m) : ownsCols(m), [&] {
+        for (int64_t i = 0, n = rows ? rowsPerThread(m) : colsPerThread(m); i < n; ++i)
+          storeSmem(base, rows ? rowOf(m, i) : colOf(m, i), own[i]);
       });
       return bytes;
     }

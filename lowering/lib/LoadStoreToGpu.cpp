@@ -197,43 +197,24 @@ LogicalResult Emitter::emitLoad(kiln::LoadOp ld) {
   Type elemType = kiln::getElementTypeOrSelf(ld.getType());
   if (elemType.isInteger(1))
     return ld.emitError("convert-kiln-to-gpu: loads of i1 are not supported");
+  int64_t n, width;
   if (inSlice(ld.getType()) || mmaOf(ld.getType())) {
-    // A slice of an accumulator layout (a bias row), or an accumulator
-    // layout (a residual): element by element.
-    SmallVector<Value> ptrs = raw(ld.getPtr());
-    SmallVector<Value> masks = ld.getMask() ? raw(ld.getMask()) : SmallVector<Value>{};
-    SmallVector<Value> fills = ld.getOther() ? raw(ld.getOther()) : SmallVector<Value>{};
-    // Column slices and accumulators hold columns in consecutive pairs: one
-    // load for both when the addresses are consecutive (half the addresses
-    // and loads).
-    int64_t width =
-        (colsOf(ld.getType()) || mmaOf(ld.getType())) && strideOf(ld.getPtr()) == 1 && byteSize(elemType) <= 4 ? 2 : 1;
-    SmallVector<Value> out;
-    for (int64_t j = 0, n = perThreadOf(ld.getType()); j < n; j += width) {
-      if (width == 1) {
-        out.push_back(loadOne(elemType, pick(ptrs, j), masks.empty() ? Value() : pick(masks, j),
-                              fills.empty() ? Value() : pick(fills, j)));
-        continue;
-      }
-      SmallVector<Value> m, f;
-      if (!masks.empty())
-        m = {pick(masks, j), pick(masks, j + 1)};
-      if (!fills.empty())
-        f = {pick(fills, j), pick(fills, j + 1)};
-      auto pair = loadGroup(elemType, ld.getMask() && isPrefix(ld.getMask()), {pick(ptrs, j), pick(ptrs, j + 1)}, m, f);
-      out.append(pair.begin(), pair.end());
-    }
-    values[ld] = out;
-    return success();
+    // A slice of an accumulator layout (a bias row) or an accumulator layout
+    // (a residual): column slices and accumulators hold columns in
+    // consecutive pairs, one load for both (half the addresses and loads).
+    n = perThreadOf(ld.getType());
+    width = !rowsOf(ld.getType()) && byteSize(elemType) <= 4 ? 2 : 1;
+  } else {
+    Layout l = layoutOf(ld.getType());
+    n = l.perThread;
+    width = vectorWidth(l, elemType);
   }
-  Layout l = layoutOf(ld.getType());
-  int64_t width = vectorWidth(l, elemType);
+  SmallVector<Value> ptrs = raw(ld.getPtr());
+  SmallVector<Value> masks = ld.getMask() ? raw(ld.getMask()) : SmallVector<Value>{};
+  SmallVector<Value> fills = ld.getOther() ? raw(ld.getOther()) : SmallVector<Value>{};
+  SmallVector<Value> out;
   if (width > 1 && strideOf(ld.getPtr()) == 1) {
-    SmallVector<Value> ptrs = raw(ld.getPtr());
-    SmallVector<Value> masks = ld.getMask() ? raw(ld.getMask()) : SmallVector<Value>{};
-    SmallVector<Value> fills = ld.getOther() ? raw(ld.getOther()) : SmallVector<Value>{};
-    SmallVector<Value> out;
-    for (int64_t j = 0; j < l.perThread; j += width) {
+    for (int64_t j = 0; j < n; j += width) {
       SmallVector<Value> a, m, f;
       for (int64_t k = 0; k < width; ++k) {
         a.push_back(pick(ptrs, j + k));
@@ -245,16 +226,11 @@ LogicalResult Emitter::emitLoad(kiln::LoadOp ld) {
       auto part = loadGroup(elemType, ld.getMask() && isPrefix(ld.getMask()), a, m, f);
       out.append(part.begin(), part.end());
     }
-    values[ld] = out;
-    return success();
+  } else {
+    for (int64_t j = 0; j < n; ++j)
+      out.push_back(loadOne(elemType, pick(ptrs, j), masks.empty() ? Value() : pick(masks, j),
+                            fills.empty() ? Value() : pick(fills, j)));
   }
-  SmallVector<Value> ptrs = raw(ld.getPtr());
-  SmallVector<Value> masks = ld.getMask() ? raw(ld.getMask()) : SmallVector<Value>{};
-  SmallVector<Value> fills = ld.getOther() ? raw(ld.getOther()) : SmallVector<Value>{};
-  SmallVector<Value> out;
-  for (int64_t j = 0; j < l.perThread; ++j)
-    out.push_back(loadOne(elemType, pick(ptrs, j), masks.empty() ? Value() : pick(masks, j),
-                          fills.empty() ? Value() : pick(fills, j)));
   values[ld] = out;
   return success();
 }
