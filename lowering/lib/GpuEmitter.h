@@ -841,6 +841,7 @@ public:
   /// One thread announces the tile's bytes to the barrier and copies it, one
   /// bulk tensor copy per 128-byte-wide panel (the swizzled layout of swizzled()).
   LogicalResult emitAsyncTmaCopy(kiln::AsyncTmaCopyOp op);
+  LogicalResult emitTmaStore(kiln::TmaStoreOp op);
   /// The 32-bit shared-memory address of barrier `index` of ring `barriers`.
   Value barrierAddr(Value barriers, Value index);
   /// i1: `pred` (when given) and this is thread 0.

@@ -35,7 +35,8 @@ void kiln::buildGpuKilnToGpuPipeline(OpPassManager &pm, int numWarps, int numSta
                                                        : "kiln-warp-specialize,canonicalize,cse,";
   add(pm, "kiln-pipeline-loads{num-stages=" + std::to_string(numStages) + useTma + "},canonicalize,cse," +
               "kiln-coalesce{num-warps=" + warps + "},kiln-accelerate-matmul{arch=" + arch + "}," +
-              "kiln-remove-layout-conversions,canonicalize,cse,kiln-pipeline-mma," + specialize +
+              "kiln-remove-layout-conversions," + (hopper ? "kiln-tma-stores," : "") +
+              "canonicalize,cse,kiln-pipeline-mma," + specialize +
               "convert-kiln-to-gpu{num-warps=" + warps + "},canonicalize{top-down=false},cse");
 }
 

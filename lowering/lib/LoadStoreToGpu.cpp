@@ -422,9 +422,11 @@ Value Emitter::barrierAddr(Value barriers, Value index) {
 }
 
 Value Emitter::electedThread(Operation *op, Value pred) {
+  // The producer warps run the then-region of the branch that splits them
+  // from the program's warps (which run its else-region).
   bool producer = false;
-  for (Operation *p = op->getParentOp(); p && !producer; p = p->getParentOp())
-    producer = p->hasAttr(kProducerBranchName);
+  for (Region *r = op->getParentRegion(); r && !producer; r = r->getParentRegion())
+    producer = r->getParentOp()->hasAttr(kProducerBranchName) && r->getRegionNumber() == 0;
   Value first = producer ? Value(arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, state.entryTid,
                                                        i32(threads)))
                          : isZero(tid);
@@ -500,6 +502,42 @@ LogicalResult Emitter::emitAsyncTmaCopy(kiln::AsyncTmaCopyOp op) {
   return success();
 }
 
+LogicalResult Emitter::emitTmaStore(kiln::TmaStoreOp op) {
+  Value v = op.getValue();
+  auto tile = cast<RankedTensorType>(v.getType());
+  int64_t panelCols = panelColsOf(elemBytesOf(tile));
+  int64_t rows = tile.getDimSize(0), panels = tile.getDimSize(1) / panelCols;
+  int64_t panelBytes = rows * 128;
+  // TMA's 128-byte swizzle repeats every 1024 bytes, from a 1024-byte
+  // aligned buffer (shared memory itself is 1024-byte aligned).
+  int64_t base = int64_t(llvm::alignTo(scratchBase, 1024)) - scratchBase;
+  reserveSmem(base + spill(v, base, /*swizzle=*/true));
+  // Ordinary writes, then reads by the async proxy: fenced by each writer,
+  // published by the barrier.
+  fenceForAsyncProxy();
+  barrier();
+  Value pred = electedThread(op, Value());
+  Value src = LLVM::PtrToIntOp::create(b, loc, b.getI32Type(), smemPtr(i32(scratchBase + base)));
+  Value map = raw(op.getMap())[0], row = raw(op.getRow())[0], col = raw(op.getCol())[0];
+  for (int64_t p = 0; p < panels; ++p) {
+    Value from = arith::AddIOp::create(b, loc, src, i32(p * panelBytes));
+    Value x = arith::AddIOp::create(b, loc, col, i32(p * panelCols));
+    inlinePtx(b, loc, {map, x, row, from, pred},
+              "@$4 cp.async.bulk.tensor.2d.global.shared::cta.bulk_group [$0, {$1, $2}], [$3];", "l,r,r,r,b");
+  }
+  // The buffer is scratch memory the program reuses, and must outlive the
+  // program: the copy has read it before anyone goes on.
+  inlinePtx(b, loc, {pred}, "@$0 cp.async.bulk.commit_group;", "b");
+  inlinePtx(b, loc, {pred}, "@$0 cp.async.bulk.wait_group.read 0;", "b");
+  bool last = isa<gpu::GPUFuncOp, func::FuncOp>(op->getParentOp());
+  for (Operation *next = op->getNextNode(); last && next && !next->hasTrait<OpTrait::IsTerminator>();
+       next = next->getNextNode())
+    last = isMemoryEffectFree(next);
+  if (!last)
+    barrier();
+  return success();
+}
+
 void populateLoadStoreToGpuPatterns(const TypeConverter &converter, LoweringState &state,
                                     RewritePatternSet &patterns) {
   addPattern<kiln::AddPtrOp, &Emitter::emitAddPtr>(patterns, converter, state);
@@ -516,6 +554,7 @@ void populateLoadStoreToGpuPatterns(const TypeConverter &converter, LoweringStat
   addPattern<kiln::MBarrierArriveOp, &Emitter::emitMBarrierArrive>(patterns, converter, state);
   addPattern<kiln::MBarrierWaitOp, &Emitter::emitMBarrierWait>(patterns, converter, state);
   addPattern<kiln::AsyncTmaCopyOp, &Emitter::emitAsyncTmaCopy>(patterns, converter, state);
+  addPattern<kiln::TmaStoreOp, &Emitter::emitTmaStore>(patterns, converter, state);
 }
 
 } // namespace kiln::gpu_lowering

@@ -388,6 +388,18 @@ LogicalResult AsyncTmaCopyOp::verify() {
   return success();
 }
 
+LogicalResult TmaStoreOp::verify() {
+  auto tile = cast<RankedTensorType>(getValue().getType());
+  Type elem = tile.getElementType();
+  unsigned bits = elem.getIntOrFloatBitWidth();
+  if (tile.getRank() != 2 || !(elem.isF16() || elem.isBF16() || elem.isF32()) ||
+      tile.getDimSize(1) % (1024 / bits) != 0 || tile.getDimSize(0) > 256 || tile.getDimSize(0) % 8 != 0)
+    return emitOpError("stores 2-D tiles of f16, bf16 or f32 elements whose rows are a multiple of 128 "
+                       "bytes, with at most 256 rows (a multiple of 8), got ")
+           << tile;
+  return success();
+}
+
 //===----------------------------------------------------------------------===//
 // ConvertLayoutOp
 //===----------------------------------------------------------------------===//

@@ -8,7 +8,9 @@
 // (setmaxnreg.inc 232), synchronise among themselves only (named barrier 1,
 // 256 threads) and arrive once per warp (lane 0). A persistent kernel
 // (kiln.virtual_grid) gets kiln_virtual_grid, and its consumers read their
-// thread index afresh in each tile.
+// thread index afresh in each tile. A TMA store in the consumers' loop is
+// issued by consumer thread 0 (not by the producer's first thread), and the
+// consumers synchronise after it: the next tile reuses its buffer.
 // CHECK: llvm.mlir.global external constant @kiln_virtual_grid(3 : i32)
 // CHECK: llvm.mlir.global external constant @kiln_threads(384 : i32)
 // CHECK: gpu.func @test_producer_lowering({{.*}}) kernel attributes {kiln.maxnreg = 168 : i32, {{.*}}known_block_size = array<i32: 384, 1, 1>}
@@ -39,7 +41,16 @@
 // CHECK-NOT: gpu.barrier
 // CHECK: %[[L0:.*]] = arith.cmpi eq, %[[LANE]], %{{.*}}
 // CHECK: "@$1 mbarrier.arrive.shared::cta.b64 _, [$0];", "r,b" %{{.*}}, %[[L0]]
+// CHECK: nvvm.barrier id = %{{.*}} number_of_threads = %{{.*}}
+// CHECK: %[[STORER:.*]] = arith.cmpi eq, %[[OWN]], %c0_i32
+// CHECK: cp.async.bulk.tensor.2d.global.shared::cta.bulk_group{{.*}}%[[STORER]]
+// CHECK: cp.async.bulk.wait_group.read 0;", "b" %[[STORER]]
+// CHECK-NEXT: %{{.*}} = arith.constant 1 : i32
+// CHECK-NEXT: %{{.*}} = arith.constant 256 : i32
+// CHECK-NEXT: nvvm.barrier
 // CHECK: } {kiln.producer_branch}
+#mma = #kiln.mma<version = 3, warpsM = 8, warpsN = 1>
+#cols = #kiln.slice<dim = 0, parent = #mma>
 module attributes {kiln.num_warps = 8 : i32} {
   func.func @test_producer_lowering(%a: !kiln.ptr<f16>, %K: i32,
       %map: !kiln.tensormap {kiln.tensormap = {base = 0 : i32, box = array<i32: 64, 64>, cols = 1 : i32, rows = 1 : i32, stride = 1 : i32}},
@@ -65,6 +76,13 @@ module attributes {kiln.num_warps = 8 : i32} {
       kiln.mbarrier_wait %full[%c0], %c0 : !kiln.shared<2x1xi64>
       kiln.barrier
       kiln.mbarrier_arrive %empty[%c0] {per_warp} : !kiln.shared<2x1xi64>
+      %rn = kiln.make_range 0 to 64 : tensor<64xi32, #cols>
+      %ec = kiln.expand_dims %rn {axis = 0 : i32} : tensor<64xi32, #cols> -> tensor<1x64xi32, #cols>
+      %off = kiln.broadcast %ec : tensor<1x64xi32, #cols> -> tensor<128x64xi32, #mma>
+      %xs = kiln.splat %a : tensor<128x64x!kiln.ptr<f16>, #mma>
+      %xp = kiln.addptr %xs, %off : tensor<128x64x!kiln.ptr<f16>, #mma>, tensor<128x64xi32, #mma>
+      %v = kiln.load %xp : tensor<128x64x!kiln.ptr<f16>, #mma>
+      kiln.tma_store %v, %map[%t, %c0] : tensor<128x64xf16, #mma>
     }
     return
   }

@@ -49,3 +49,48 @@ module attributes {kiln.num_warps = 4 : i32} {
     return
   }
 }
+
+// -----
+
+// A TMA store of a (64 x 128) f16 accumulator tile: each thread writes its
+// column pairs into shared memory in the 128-byte swizzle (at the 1024-byte
+// aligned start of the scratch area), fences them for the async proxy and
+// the program synchronises; thread 0 copies the two 8 KB panels to columns
+// c and c + 64 of row r, commits them as one group and waits until they
+// have been read. Nothing follows in the kernel: no barrier after it.
+// CHECK-LABEL: gpu.module @test_tma_store_module
+// CHECK: llvm.mlir.global external constant @kiln_tensormaps(dense<[1, 5, 0, 1, 2, 3, 64, 64, 0]> : tensor<9xi32>)
+// CHECK: gpu.func @test_tma_store(%{{.*}}: i64, %{{.*}}: i32, %{{.*}}: i32, %{{.*}}: i32, %{{.*}}: i64, %[[MAP:.*]]: !llvm.ptr, %[[R:.*]]: i32, %[[C:.*]]: i32)
+// CHECK-COUNT-32: llvm.store %{{.*}} {alignment = 4 : i64} : vector<2xf16>, !llvm.ptr<3>
+// CHECK-NOT: llvm.store
+// CHECK: nvvm.fence.proxy {kind = #nvvm.proxy_kind<async.shared>, space = #nvvm.shared_space<cta>}
+// CHECK-NEXT: gpu.barrier
+// CHECK: %[[FIRST:.*]] = arith.cmpi eq
+// CHECK: %[[BUF:.*]] = llvm.ptrtoint
+// CHECK: %[[P0:.*]] = arith.addi %[[BUF]], %c0_i32{{.*}}
+// CHECK: %[[X0:.*]] = arith.addi %[[C]], %c0_i32{{.*}}
+// CHECK: "@$4 cp.async.bulk.tensor.2d.global.shared::cta.bulk_group [$0, {$1, $2}], [$3];", "l,r,r,r,b" %[[MAP]], %[[X0]], %[[R]], %[[P0]], %[[FIRST]]
+// CHECK: %[[P1:.*]] = arith.addi %[[BUF]], %c8192_i32
+// CHECK: %[[X1:.*]] = arith.addi %[[C]], %c64_i32{{.*}}
+// CHECK: "@$4 cp.async.bulk.tensor.2d.global.shared::cta.bulk_group [$0, {$1, $2}], [$3];", "l,r,r,r,b" %[[MAP]], %[[X1]], %[[R]], %[[P1]], %[[FIRST]]
+// CHECK-NEXT: "@$0 cp.async.bulk.commit_group;", "b" %[[FIRST]]
+// CHECK-NEXT: "@$0 cp.async.bulk.wait_group.read 0;", "b" %[[FIRST]]
+// CHECK-NOT: gpu.barrier
+// CHECK: gpu.return
+#mma = #kiln.mma<version = 3, warpsM = 4, warpsN = 1>
+#cols = #kiln.slice<dim = 0, parent = #mma>
+module attributes {kiln.num_warps = 4 : i32} {
+  func.func @test_tma_store(%c: !kiln.ptr<f16>, %M: i32, %N: i32, %ldc: i32, %x: !kiln.ptr<f16>,
+                            %map: !kiln.tensormap {kiln.tensormap = {base = 0 : i32, box = array<i32: 64, 64>, cols = 2 : i32, rows = 1 : i32, stride = 3 : i32}},
+                            %r: i32, %col: i32)
+      attributes {kiln.kernel} {
+    %rn = kiln.make_range 0 to 128 : tensor<128xi32, #cols>
+    %ec = kiln.expand_dims %rn {axis = 0 : i32} : tensor<128xi32, #cols> -> tensor<1x128xi32, #cols>
+    %off = kiln.broadcast %ec : tensor<1x128xi32, #cols> -> tensor<64x128xi32, #mma>
+    %xs = kiln.splat %x : tensor<64x128x!kiln.ptr<f16>, #mma>
+    %xp = kiln.addptr %xs, %off : tensor<64x128x!kiln.ptr<f16>, #mma>, tensor<64x128xi32, #mma>
+    %acc = kiln.load %xp : tensor<64x128x!kiln.ptr<f16>, #mma>
+    kiln.tma_store %acc, %map[%r, %col] : tensor<64x128xf16, #mma>
+    return
+  }
+}

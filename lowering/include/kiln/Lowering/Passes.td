@@ -371,6 +371,38 @@ def KilnRemoveLayoutConversions : Pass<"kiln-remove-layout-conversions", "mlir::
   let dependentDialects = ["::kiln::KilnDialect"];
 }
 
+def KilnTmaStores : Pass<"kiln-tma-stores", "mlir::ModuleOp"> {
+  let summary = "Store accumulator tiles of a kernel's epilogue with the Tensor Memory Accelerator";
+  let description = [{
+    Hopper. A `kiln.store` of a tile converted from an accumulator layout
+    (`#kiln.mma`) to a blocked one, at the top level of a kernel with
+    nothing after it that touches global memory but other such stores (the
+    epilogue), whose addresses and mask are those of a 2-D block of a
+    row-major tensor, `base[(r0 + i) * stride + c0 + j]` masked by
+    `(r0 + i < rows) & (c0 + j < cols)` with `base`, `stride`, `rows` and
+    `cols` arguments of the kernel, and whose rows are a multiple of 128
+    bytes of f16, bf16 or f32, becomes a `kiln.tma_store` of the
+    accumulator-layout tile itself: the kernel gets a `!kiln.tensormap`
+    argument describing the tensor (encoded by the runtime at launch, which
+    falls back to a kernel without TMA where the tensor is not 16-byte
+    aligned), the threads write their own elements into shared memory in
+    TMA's swizzled layout, and one thread copies the tile out. This removes
+    the regrouping conversion's reads of shared memory, the per-thread
+    global stores and their masks; the tensor's extents clip the tile.
+
+    Before:
+    ```mlir
+    %b = kiln.convert_layout %acc : tensor<128x128xf16, #mma> -> tensor<128x128xf16, #blocked>
+    kiln.store %ptrs, %b, %mask : tensor<128x128x!kiln.ptr<f16>, #blocked>
+    ```
+    After:
+    ```mlir
+    kiln.tma_store %acc, %map[%r0, %c0] : tensor<128x128xf16, #mma>
+    ```
+  }];
+  let dependentDialects = ["::kiln::KilnDialect", "::mlir::arith::ArithDialect"];
+}
+
 def ConvertKilnToGpu : Pass<"convert-kiln-to-gpu", "mlir::ModuleOp"> {
   let summary = "Distribute kiln tiles over the threads of a CTA and emit a gpu.func";
   let description = [{

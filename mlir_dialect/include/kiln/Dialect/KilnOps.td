@@ -421,6 +421,29 @@ def Kiln_AsyncTmaCopyOp : Kiln_Op<"async_tma_copy"> {
   let hasVerifier = 1;
 }
 
+def Kiln_TmaStoreOp : Kiln_Op<"tma_store"> {
+  let summary = "store a tile with the Tensor Memory Accelerator";
+  let description = [{
+    Stores `value` as the tile whose first element is (`row`, `col`) of the
+    tensor `map` describes: the program's threads write it into shared
+    memory in the 128-byte swizzled layout (each 128 bytes of a row a panel
+    of its own), and one thread copies it out with a bulk tensor copy per
+    panel. Elements outside the tensor's extents are not written, which is
+    the mask of the store it replaces. The copy is asynchronous: its shared
+    memory is reused only once the copy has read it, and the kernel ends
+    only once it has completed. Nothing after it in the kernel may read what
+    it writes.
+
+    ```mlir
+    kiln.tma_store %acc, %map[%row, %col] : tensor<128x128xf16, #mma>
+    ```
+  }];
+  let arguments = (ins AnyRankedTensor:$value,
+                       Arg<Kiln_TensorMapType, "", [MemWrite]>:$map, I32:$row, I32:$col);
+  let assemblyFormat = "$value `,` $map `[` $row `,` $col `]` attr-dict `:` type($value)";
+  let hasVerifier = 1;
+}
+
 def Kiln_ProducerOp : Kiln_Op<"producer", [SingleBlock, NoTerminator, RecursiveMemoryEffects]> {
   let summary = "code that runs on warps of its own, beside the program's";
   let description = [{
