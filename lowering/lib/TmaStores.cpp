@@ -35,15 +35,16 @@ SmallVector<kiln::StoreOp> epilogueStores(func::FuncOp f) {
 }
 
 /// Rewrites `st` into a kiln.tma_store of the accumulator it converts, when
-/// it stores one into a block TMA can write. Returns whether it did.
-bool rewrite(func::FuncOp f, kiln::StoreOp st) {
+/// it stores one of at least `minElements` elements into a block TMA can
+/// write. Returns whether it did.
+bool rewrite(func::FuncOp f, kiln::StoreOp st, int64_t minElements) {
   Value v = st.getValue();
   Value acc = isAccumulator(v.getType()) ? v : Value();
   auto cvt = v.getDefiningOp<kiln::ConvertLayoutOp>();
   if (!acc && cvt && isAccumulator(cvt.getSrc().getType()))
     acc = cvt.getSrc();
   auto tile = dyn_cast<RankedTensorType>(v.getType());
-  if (!acc || !tile)
+  if (!acc || !tile || tile.getNumElements() < minElements)
     return false;
   std::optional<kiln::tma::Block> block = kiln::tma::matchTmaBlock(st.getPtr(), st.getMask(), Value(), tile);
   if (!block)
@@ -62,6 +63,8 @@ bool rewrite(func::FuncOp f, kiln::StoreOp st) {
 }
 
 struct TmaStoresPass : kiln::impl::KilnTmaStoresBase<TmaStoresPass> {
+  using KilnTmaStoresBase::KilnTmaStoresBase;
+
   void runOnOperation() override {
     for (auto f : getOperation().getOps<func::FuncOp>()) {
       if (!f->hasAttr(kiln::KilnDialect::getKernelAttrName()))
@@ -69,7 +72,7 @@ struct TmaStoresPass : kiln::impl::KilnTmaStoresBase<TmaStoresPass> {
       // Last first, and only while every store after it went the same way:
       // a plain store is never reordered before an asynchronous one.
       for (kiln::StoreOp st : epilogueStores(f))
-        if (!rewrite(f, st))
+        if (!rewrite(f, st, minElements))
           break;
     }
   }
