@@ -1,0 +1,248 @@
+//===- test_nn.cpp - kiln::nn tensors and blocks against references --------===//
+//
+// Built for the CPU (f32, in CI) and, with KILN_TEST_GPU, for the GPU (f32
+// and f16). Each block runs on a prefill's many rows and on a decode step's
+// few (where it launches its decode-step kernels) and is compared with a
+// double-precision reference; wiring mistakes are refused with a message.
+//
+//===----------------------------------------------------------------------===//
+#include <doctest/doctest.h>
+
+#include "support/target.hpp"
+#include "kiln/nn/blocks.hpp"
+#include "kiln/ops/reference.hpp"
+
+#include <cmath>
+#include <random>
+
+using namespace kiln;
+using nn::Epilogue;
+
+namespace {
+using test::target;
+
+std::vector<float> randoms(std::size_t n, uint32_t seed, float scale = 1.0f) {
+  std::mt19937 gen(seed);
+  std::uniform_real_distribution<float> u(-scale, scale);
+  std::vector<float> v(n);
+  for (float &x : v)
+    x = u(gen);
+  return v;
+}
+
+nn::Tensor<f32> tensor(nn::Shape shape, uint32_t seed, float scale = 1.0f) {
+  int64_t n = 1;
+  for (int64_t d : shape)
+    n *= d;
+  std::vector<float> v = randoms(std::size_t(n), seed, scale);
+  return nn::Tensor<f32>(target(), std::move(shape), v);
+}
+
+/// [K, N] as [N, K].
+std::vector<float> transpose(const std::vector<float> &w, int64_t K, int64_t N) {
+  std::vector<float> t(w.size());
+  for (int64_t k = 0; k < K; ++k)
+    for (int64_t n = 0; n < N; ++n)
+      t[std::size_t(n * K + k)] = w[std::size_t(k * N + n)];
+  return t;
+}
+
+void checkClose(const std::vector<float> &got, const std::vector<double> &want, double tol) {
+  REQUIRE(got.size() == want.size());
+  double worst = 0;
+  for (std::size_t i = 0; i < got.size(); ++i)
+    worst = std::max(worst, std::abs(double(got[i]) - want[i]) / (1.0 + std::abs(want[i])));
+  CHECK(worst < tol);
+}
+
+/// out = E(x @ w) computed in double.
+std::vector<double> reference(const std::vector<float> &x, const std::vector<float> &w,
+                              const std::vector<float> &bias, const std::vector<float> *res,
+                              Epilogue e, int M, int N, int K) {
+  std::vector<double> out = ref::matmul(x, w, M, N, K);
+  for (int m = 0; m < M; ++m)
+    for (int n = 0; n < N; ++n) {
+      double &v = out[std::size_t(m) * N + n];
+      if (e != Epilogue::None)
+        v += bias[std::size_t(n)];
+      if (e == Epilogue::BiasGelu)
+        v = ref::gelu_tanh(v);
+      if (e == Epilogue::BiasResidual)
+        v += (*res)[std::size_t(m) * N + n];
+    }
+  return out;
+}
+
+template <Epilogue E> void checkLinear(int64_t K, int64_t N, std::initializer_list<int64_t> rows) {
+  nn::Context ctx(target());
+  nn::Tensor<f32> w = tensor({K, N}, 1, 0.1f), b = tensor({N}, 2);
+  std::vector<float> wHost = w.to_host();
+  nn::Tensor<f32> wt(target(), {N, K}, transpose(wHost, K, N));
+  nn::Linear<f32, E> linear(ctx, w, E == Epilogue::None ? nn::Tensor<f32>{} : b, wt);
+  ctx.compile();
+  for (int64_t M : rows) {
+    CAPTURE(M);
+    nn::Tensor<f32> x = tensor({M, K}, 3), out(target(), {M, N});
+    std::vector<float> res;
+    if constexpr (E == Epilogue::BiasResidual) {
+      nn::Tensor<f32> r = tensor({M, N}, 4);
+      res = r.to_host();
+      linear(ctx, x, r, out);
+    } else {
+      linear(ctx, x, out);
+    }
+    CHECK(linear.decodes(M) == (M <= nn::kDecodeRows));
+    checkClose(out.to_host(), reference(x.to_host(), wHost, b.to_host(), &res, E, int(M), int(N), int(K)),
+               1e-4);
+  }
+}
+
+} // namespace
+
+TEST_CASE("nn::Tensor: shapes, row views and copies") {
+  std::vector<float> v{1, 2, 3, 4, 5, 6};
+  nn::Tensor<f32> t(target(), {3, 2}, v);
+  CHECK(t.numel() == 6);
+  CHECK(t.dim(-1) == 2);
+  nn::Tensor<f32> r = t.rows(1, 2);
+  CHECK(r.shape() == nn::Shape{2, 2});
+  CHECK(r.to_host() == std::vector<float>{3, 4, 5, 6});
+  r.rows(1, 1).copy_from(std::vector<float>{7, 8});
+  CHECK(t.to_host() == std::vector<float>{1, 2, 3, 4, 7, 8}); // a view writes through
+  CHECK(t.reshape({6}).dim(0) == 6);
+  CHECK_THROWS_WITH_AS(t.rows(2, 2), "nn::Tensor: rows [2, 4) of a tensor of shape [3, 2]", Error);
+  CHECK_THROWS_WITH_AS(t.reshape({4}), "nn::Tensor: cannot reshape [3, 2] to [4]", Error);
+  CHECK_THROWS_WITH_AS(t.copy_from(std::vector<float>{1}),
+                       "nn::Tensor: copying 1 values into a tensor of shape [3, 2]", Error);
+  CHECK(t.like().to_host() == std::vector<float>(6, 0.0f));
+}
+
+TEST_CASE("nn::Linear matches the reference with every epilogue, prefill and decode rows") {
+  // K = 64 has decode-step kernels (1 row; up to 8 rows); 40 rows take the
+  // prefill tiles. K = 48 has none: every row count takes the prefill tiles.
+  checkLinear<Epilogue::None>(64, 96, {1, 5, 40});
+  checkLinear<Epilogue::Bias>(64, 96, {1, 8, 40});
+  checkLinear<Epilogue::BiasGelu>(64, 160, {1, 3, 40});
+  checkLinear<Epilogue::BiasResidual>(256, 64, {1, 7, 33});
+  nn::Context ctx(target());
+  nn::Linear<f32, Epilogue::Bias> odd(ctx, tensor({48, 40}, 5), tensor({40}, 6));
+  CHECK_FALSE(odd.decodes(1));
+}
+
+TEST_CASE("nn::NormLinear fuses the layernorm into its decode kernels and agrees with the two steps") {
+  const int64_t K = 64, N = 256;
+  nn::Context ctx(target());
+  nn::Tensor<f32> lnw = tensor({K}, 7), lnb = tensor({K}, 8), w = tensor({K, N}, 9, 0.1f),
+                  b = tensor({N}, 10);
+  nn::Tensor<f32> wt(target(), {N, K}, transpose(w.to_host(), K, N));
+  nn::NormLinear<f32, Epilogue::BiasGelu> fc(ctx, nn::LayerNorm<f32>(ctx, lnw, lnb), w, b, wt);
+  ctx.compile();
+  for (int64_t M : {1, 6, 20}) {
+    CAPTURE(M);
+    nn::Tensor<f32> x = tensor({M, K}, 11, 3.0f), normed(target(), {M, K}), out(target(), {M, N});
+    fc(ctx, x, normed, out);
+    std::vector<double> n64 = ref::layernorm(x.to_host(), lnw.to_host(), lnb.to_host(), int(M), int(K), 1e-5);
+    std::vector<float> nf(n64.begin(), n64.end());
+    checkClose(out.to_host(), reference(nf, w.to_host(), b.to_host(), nullptr, Epilogue::BiasGelu, int(M), int(N), int(K)),
+               1e-4);
+  }
+}
+
+TEST_CASE("blocks refuse tensors of the wrong shape, naming the block and the argument") {
+  nn::Context ctx(target());
+  nn::Linear<f32, Epilogue::Bias> linear(ctx, tensor({64, 128}, 1), tensor({128}, 2));
+  ctx.compile();
+  nn::Tensor<f32> x = tensor({5, 32}, 3), out(target(), {5, 128}), wrongOut(target(), {4, 128});
+  CHECK_THROWS_WITH_AS(linear(ctx, x, out),
+                       "nn::Linear(64 -> 128): x has shape [5, 32]; expected [*, 64]", Error);
+  CHECK_THROWS_WITH_AS(linear(ctx, tensor({5, 64}, 4), wrongOut),
+                       "nn::Linear(64 -> 128): out has shape [4, 128]; expected [5, 128]", Error);
+  using BiasLinear = nn::Linear<f32, Epilogue::Bias>;
+  CHECK_THROWS_WITH_AS(BiasLinear(ctx, tensor({64, 128}, 1), tensor({96}, 2)),
+                       "nn::Linear(64 -> 128): bias has shape [96]; expected [128]", Error);
+  CHECK_THROWS_WITH_AS(nn::LayerNorm<f32>(ctx, tensor({4096}, 1), tensor({4096}, 2)),
+                       "nn::LayerNorm: 4096 features is wider than the layernorm kernel (2048)", Error);
+  // A handle launched before its context compiled it.
+  nn::Context fresh(target());
+  nn::LayerNorm<f32> ln(fresh, tensor({64}, 1), tensor({64}, 2));
+  nn::Tensor<f32> y(target(), {2, 64});
+  CHECK_THROWS_WITH_AS(ln(fresh, tensor({2, 64}, 3), y),
+                       "nn: kernel layernorm is not compiled yet (call Context::compile)", Error);
+  // Shared kernels: two linear layers of the same kind compile once.
+  nn::Context shared(target());
+  nn::Linear<f32, Epilogue::BiasGelu> a(shared, tensor({64, 64}, 1), tensor({64}, 2));
+  nn::Linear<f32, Epilogue::BiasGelu> b(shared, tensor({32, 16}, 1), tensor({16}, 2));
+  shared.compile();
+  CHECK(shared.kernels().size() == 1);
+}
+
+TEST_CASE("nn::CausalSelfAttention: a prefill and decode steps agree with the reference") {
+  // One sequence of 5 prompt tokens, then 2 decode steps, against attention
+  // computed in double from the same q, k, v.
+  const int64_t C = 64, H = 4, T = 64;
+  const int P = 5;
+  nn::Context ctx(target());
+  auto ln = [&] { return nn::LayerNorm<f32>(ctx, tensor({C}, 20), tensor({C}, 21, 0.1f)); };
+  nn::Tensor<f32> wqkv = tensor({C, 3 * C}, 22, 0.2f), bqkv = tensor({3 * C}, 23, 0.1f);
+  nn::Tensor<f32> wp = tensor({C, C}, 24, 0.1f), bp = tensor({C}, 25, 0.1f);
+  nn::Tensor<f32> wqkvT(target(), {3 * C, C}, transpose(wqkv.to_host(), C, 3 * C));
+  nn::Linear<f32, Epilogue::BiasResidual> proj(ctx, wp, bp);
+  nn::CausalSelfAttention<f32> attn(ctx, ln(), wqkv, bqkv, wqkvT, std::move(proj), int(H),
+                                    nn::KvCache<f32>(target(), 1, T, C));
+  ctx.compile();
+  nn::Workspace<f32> ws(target(), T, C, 1, H, attn.splits(), C / H);
+
+  // The whole sequence (prompt and the decoded tokens' inputs) up front.
+  const int total = P + 2;
+  std::vector<float> xs = randoms(std::size_t(total * C), 26);
+  // Reference: layernorm, qkv, causal attention, projection, residual.
+  std::vector<float> lw = ln().weight().to_host(), lb = ln().bias().to_host();
+  std::vector<double> n = ref::layernorm(xs, lw, lb, total, int(C), 1e-5);
+  std::vector<float> nf(n.begin(), n.end());
+  std::vector<double> qkv = reference(nf, wqkv.to_host(), bqkv.to_host(), nullptr, Epilogue::Bias,
+                                      total, int(3 * C), int(C));
+  int hd = int(C / H);
+  std::vector<float> att(std::size_t(total * C));
+  for (int t = 0; t < total; ++t)
+    for (int h = 0; h < H; ++h) {
+      std::vector<double> s(std::size_t(t + 1));
+      double m = -1e300, sum = 0;
+      for (int j = 0; j <= t; ++j) {
+        double d = 0;
+        for (int i = 0; i < hd; ++i)
+          d += qkv[std::size_t(t * 3 * C + h * hd + i)] * qkv[std::size_t(j * 3 * C + C + h * hd + i)];
+        s[std::size_t(j)] = d / std::sqrt(double(hd));
+        m = std::max(m, s[std::size_t(j)]);
+      }
+      for (double &v : s)
+        sum += (v = std::exp(v - m));
+      for (int i = 0; i < hd; ++i) {
+        double o = 0;
+        for (int j = 0; j <= t; ++j)
+          o += s[std::size_t(j)] / sum * qkv[std::size_t(j * 3 * C + 2 * C + h * hd + i)];
+        att[std::size_t(t * C + h * hd + i)] = float(o);
+      }
+    }
+  std::vector<float> xsCopy = xs;
+  std::vector<double> want =
+      reference(att, wp.to_host(), bp.to_host(), &xsCopy, Epilogue::BiasResidual, total, int(C), int(C));
+
+  // Prefill the prompt's rows.
+  nn::Tensor<f32> x(target(), {P, C}, std::span<const float>(xs.data(), std::size_t(P * C)));
+  std::vector<int32_t> seq(P, 0), pos(P);
+  for (int i = 0; i < P; ++i)
+    pos[std::size_t(i)] = i;
+  nn::Packing packing{nn::Tensor<i32>(target(), {P}, seq), nn::Tensor<i32>(target(), {P}, pos),
+                      nn::Tensor<i32>(target(), {1}, std::vector<int32_t>{0}),
+                      nn::Tensor<i32>(target(), {1}, std::vector<int32_t>{P}), 1, P};
+  attn.prefill(ctx, x, packing, ws.rows(P));
+  checkClose(x.to_host(), std::vector<double>(want.begin(), want.begin() + P * C), 1e-4);
+  // Two decode steps, one row each.
+  for (int t = P; t < total; ++t) {
+    CAPTURE(t);
+    nn::Tensor<f32> row(target(), {1, C}, std::span<const float>(xs.data() + t * C, std::size_t(C)));
+    nn::Tensor<i32> at(target(), {1}, std::vector<int32_t>{t});
+    attn.decode(ctx, row, at, ws.rows(1));
+    checkClose(row.to_host(), std::vector<double>(want.begin() + t * C, want.begin() + (t + 1) * C), 1e-4);
+  }
+}

@@ -1,0 +1,724 @@
+//===- blocks.hpp - transformer blocks made of kiln kernels ----------------===//
+//
+// The pieces of a GPT-style decoder, each a small class that owns its
+// parameters, asks a Context for the kernels it launches (typed handles,
+// compiled together by Context::compile) and checks the shapes it is given:
+//
+//   Embedding          x = wte[tokens] + wpe[positions]
+//   LayerNorm          y = layernorm(x)
+//   Linear<E>          y = E(x @ W)          E: None, Bias, BiasGelu, BiasResidual
+//   NormLinear<E>      y = E(layernorm(x) @ W), one fused kernel in decode steps
+//   CausalSelfAttention x += proj(attention(qkv(layernorm(x)))), with its KV cache
+//   Mlp                x += proj(gelu(fc(layernorm(x))))
+//   TransformerBlock   attention, then MLP
+//   LmHead             logits = layernorm(x) @ wte^T
+//   Sampler            next token per row: argmax, or top-k/top-p sampling
+//
+// Activations are row-major [rows, features] tensors. A prefill runs many
+// rows (several prompts packed one after another, described by a Packing);
+// a decode step runs one row per sequence and, for up to kDecodeRows rows,
+// launches kernels written for a few rows: they stream each weight matrix
+// once, as [N, K] (a layer's "decode copy" of W, `weight_t`), with the
+// layernorm, the bias, gelu, the residual and the KV-cache write fused in.
+//
+//===----------------------------------------------------------------------===//
+#pragma once
+
+#include "kiln/nn/context.hpp"
+#include "kiln/nn/tensor.hpp"
+
+#include "kiln/ops/attention.hpp"
+#include "kiln/ops/decoder.hpp"
+#include "kiln/ops/gemv.hpp"
+#include "kiln/ops/layernorm.hpp"
+#include "kiln/ops/matmul.hpp"
+
+#include <cmath>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace kiln::nn {
+
+/// What a linear layer adds after its product.
+enum class Epilogue { None, Bias, BiasGelu, BiasResidual };
+
+/// Decode-step kernels run up to this many rows; more rows take the
+/// prefill kernels.
+inline constexpr int kDecodeRows = 8;
+
+namespace detail {
+
+template <class D, Epilogue E, int BM, int BN, int BK> struct MatmulKernel;
+template <class D, int BM, int BN, int BK> struct MatmulKernel<D, Epilogue::None, BM, BN, BK> {
+  using type = ops::Matmul<D, BM, BN, BK>;
+};
+template <class D, int BM, int BN, int BK> struct MatmulKernel<D, Epilogue::Bias, BM, BN, BK> {
+  using type = ops::MatmulBias<D, BM, BN, BK>;
+};
+template <class D, int BM, int BN, int BK> struct MatmulKernel<D, Epilogue::BiasGelu, BM, BN, BK> {
+  using type = ops::MatmulBiasGelu<D, BM, BN, BK>;
+};
+template <class D, int BM, int BN, int BK>
+struct MatmulKernel<D, Epilogue::BiasResidual, BM, BN, BK> {
+  using type = ops::MatmulBiasResidual<D, BM, BN, BK>;
+};
+template <class D, Epilogue E, int BM, int BN, int BK>
+using Matmul = typename MatmulKernel<D, E, BM, BN, BK>::type;
+
+constexpr ops::DecodeEpilogue decodeEpilogue(Epilogue e) {
+  switch (e) {
+  case Epilogue::None:
+    return ops::DecodeEpilogue::None;
+  case Epilogue::Bias:
+    return ops::DecodeEpilogue::Bias;
+  case Epilogue::BiasGelu:
+    return ops::DecodeEpilogue::BiasGelu;
+  case Epilogue::BiasResidual:
+    return ops::DecodeEpilogue::BiasResidual;
+  }
+  return ops::DecodeEpilogue::None;
+}
+
+/// Input widths K with decode-step kernels (K is a compile-time constant of
+/// theirs): GPT-2's embedding widths, four times them (the MLP's second
+/// product), and 64 and 256 for small test models. Other widths decode with
+/// the prefill kernels.
+using DecodeWidths =
+    std::integer_sequence<int, 64, 256, 768, 1024, 1280, 1600, 3072, 4096, 5120, 6400>;
+
+/// Calls f.template operator()<K>() for the decode width equal to `k`;
+/// returns false when there is none.
+template <class F, int... W> bool withDecodeWidth(int64_t k, F &&f, std::integer_sequence<int, W...>) {
+  return ((k == W ? (f.template operator()<W>(), true) : false) || ...);
+}
+template <class F> bool withDecodeWidth(int64_t k, F &&f) {
+  return withDecodeWidth(k, std::forward<F>(f), DecodeWidths{});
+}
+
+inline std::string shapeName(const char *block, int64_t in, int64_t out) {
+  return std::string(block) + "(" + std::to_string(in) + " -> " + std::to_string(out) + ")";
+}
+
+} // namespace detail
+
+//===----------------------------------------------------------------------===//
+// Embedding and LayerNorm
+//===----------------------------------------------------------------------===//
+
+/// `out[r] = wte[tokens[r]] + wpe[positions[r]]`. wte [vocab, C], wpe
+/// [context, C]; token ids and positions are checked by the caller.
+template <class D> class Embedding {
+public:
+  Embedding(Context &ctx, Tensor<D> wte, Tensor<D> wpe) : wte_(std::move(wte)), wpe_(std::move(wpe)) {
+    expect(wte_, {kAny, kAny}, "nn::Embedding", "wte");
+    expect(wpe_, {kAny, wte_.dim(1)}, "nn::Embedding", "wpe");
+    kernel_ = ctx.kernel<ops::Embedding<D, 256>>("embedding");
+  }
+  int64_t features() const { return wte_.dim(1); }
+  const Tensor<D> &wte() const { return wte_; }
+
+  void operator()(Context &ctx, const Tensor<i32> &tokens, const Tensor<i32> &positions,
+                  const Tensor<D> &out) const {
+    int64_t R = tokens.dim(0), C = features();
+    expect(tokens, {kAny}, "nn::Embedding", "tokens");
+    expect(positions, {R}, "nn::Embedding", "positions");
+    expect(out, {R, C}, "nn::Embedding", "out");
+    kernel_(ctx, Grid(uint32_t(R)), tokens.data(), positions.data(), wte_.data(), wpe_.data(),
+            out.data(), int(C));
+  }
+
+private:
+  Tensor<D> wte_, wpe_;
+  Handle<ops::Embedding<D, 256>> kernel_;
+};
+
+/// `y = (x - mean) / sqrt(var + eps) * weight + bias` over each row of C
+/// <= 2048 features; y may be x.
+template <class D> class LayerNorm {
+public:
+  LayerNorm(Context &ctx, Tensor<D> weight, Tensor<D> bias, float eps = 1e-5f)
+      : weight_(std::move(weight)), bias_(std::move(bias)), eps_(eps) {
+    expect(weight_, {kAny}, "nn::LayerNorm", "weight");
+    expect(bias_, {features()}, "nn::LayerNorm", "bias");
+    if (features() > 2048)
+      throw Error("nn::LayerNorm: " + std::to_string(features()) +
+                  " features is wider than the layernorm kernel (2048)");
+    if (features() <= 1024)
+      narrow_ = ctx.kernel<ops::LayerNorm<D, 1024, true>>("layernorm");
+    else
+      wide_ = ctx.kernel<ops::LayerNorm<D, 2048, true>>("layernorm");
+  }
+  int64_t features() const { return weight_.dim(0); }
+  const Tensor<D> &weight() const { return weight_; }
+  const Tensor<D> &bias() const { return bias_; }
+  float eps() const { return eps_; }
+
+  void operator()(Context &ctx, const Tensor<D> &x, const Tensor<D> &y) const {
+    int64_t C = features();
+    expect(x, {kAny, C}, "nn::LayerNorm(" + std::to_string(C) + ")", "x");
+    expect(y, {x.dim(0), C}, "nn::LayerNorm(" + std::to_string(C) + ")", "y");
+    Grid g(uint32_t(x.dim(0)));
+    if (narrow_)
+      (*narrow_)(ctx, g, x.data(), weight_.data(), bias_.data(), y.data(), int(C), int(C), eps_);
+    else
+      (*wide_)(ctx, g, x.data(), weight_.data(), bias_.data(), y.data(), int(C), int(C), eps_);
+  }
+
+private:
+  Tensor<D> weight_, bias_;
+  float eps_;
+  std::optional<Handle<ops::LayerNorm<D, 1024, true>>> narrow_;
+  std::optional<Handle<ops::LayerNorm<D, 2048, true>>> wide_;
+};
+
+//===----------------------------------------------------------------------===//
+// Linear layers
+//===----------------------------------------------------------------------===//
+
+struct LinearOptions {
+  std::string role = "linear"; ///< the kernels' name in --explain and profiles
+  /// Decode-step kernels for 1 row (`decode_rows` >= 1) and for up to
+  /// kDecodeRows rows (`decode_rows` == kDecodeRows); 0: none. They need
+  /// the weight as [N, K] (`weight_t`) and K among the decode widths.
+  int decode_rows = kDecodeRows;
+};
+
+/// `out = E(x @ weight)`: weight [K, N], bias [N] (not for None), and for
+/// BiasResidual `out = x @ weight + bias + res` (res may be out).
+///
+/// Prefill tiles, as the autotuner ranked them on an H200 for GPT-2's
+/// products at 2016 and 256 packed rows (kiln_bench's BM_prefill): 64x128
+/// on one warpgroup with 3 stages for 16-bit types, 128x128 on 8 warps with
+/// 2 stages for f32, and 32x64 with 3 stages when fewer than two 64x64 tiles
+/// per multiprocessor would run. Without a bias (the LM head) 64x64x32
+/// tiles, and 16-row tiles for up to 16 rows.
+template <class D, Epilogue E> class Linear {
+  static constexpr bool kF32 = std::is_same_v<D, f32>;
+  static constexpr bool kPlain = E == Epilogue::None;
+  // GPU tiles, then the CPU's.
+  using Big = std::conditional_t<kPlain, detail::Matmul<D, E, 64, 64, 32>,
+                                 std::conditional_t<kF32, detail::Matmul<D, E, 128, 128, 64>,
+                                                    detail::Matmul<D, E, 64, 128, 64>>>;
+  using Small = std::conditional_t<kPlain, detail::Matmul<D, E, 16, 64, 64>,
+                                   detail::Matmul<D, E, 32, 64, 64>>;
+  using Cpu = detail::Matmul<D, E, 32, 32, 16>;
+  using CpuFew = detail::Matmul<D, E, 16, 32, 32>;
+  /// Fewer 64x64 tiles than this (two per multiprocessor of an H100/H200)
+  /// and a product uses the small tiles.
+  static constexpr int64_t kFewTiles = 264;
+
+public:
+  Linear(Context &ctx, Tensor<D> weight, Tensor<D> bias = {}, Tensor<D> weight_t = {},
+         LinearOptions options = {})
+      : weight_(std::move(weight)), bias_(std::move(bias)), weightT_(std::move(weight_t)),
+        options_(std::move(options)), gpu_(ctx.gpu()) {
+    expect(weight_, {kAny, kAny}, "nn::Linear", "weight");
+    name_ = detail::shapeName("nn::Linear", in_features(), out_features());
+    if constexpr (!kPlain)
+      expect(bias_, {out_features()}, name_, "bias");
+    const std::string &role = options_.role;
+    if (gpu_) {
+      CompileOptions big, small;
+      if constexpr (kF32) {
+        big.num_warps = 8;
+        big.num_stages = 2;
+      } else if constexpr (!kPlain) {
+        big.num_warps = 4;
+        big.num_stages = 3;
+      }
+      if constexpr (!kPlain)
+        small.num_stages = 3;
+      big_ = ctx.kernel<Big>(role, big);
+      small_ = ctx.kernel<Small>(role + "_small", small);
+    } else {
+      cpu_ = ctx.kernel<Cpu>(role);
+      if constexpr (kPlain)
+        cpuFew_ = ctx.kernel<CpuFew>(role + "_few");
+    }
+    if (options_.decode_rows > 0 && !weightT_.empty()) {
+      expect(weightT_, {out_features(), in_features()}, name_, "weight_t");
+      detail::withDecodeWidth(in_features(), [&]<int K>() { requestDecode<K>(ctx); });
+    }
+  }
+
+  int64_t in_features() const { return weight_.dim(0); }
+  int64_t out_features() const { return weight_.dim(1); }
+  const Tensor<D> &weight() const { return weight_; }
+  const Tensor<D> &bias() const { return bias_; }
+  const std::string &name() const { return name_; }
+
+  /// True when `rows` rows run on the decode-step kernels.
+  bool decodes(int64_t rows) const {
+    return rows >= 1 && ((rows == 1 && decode1_) || (rows <= kDecodeRows && decode8_));
+  }
+
+  /// out [R, N] = E(x [R, K] @ weight).
+  void operator()(Context &ctx, const Tensor<D> &x, const Tensor<D> &out) const
+    requires(E != Epilogue::BiasResidual)
+  {
+    run(ctx, x, nullptr, out);
+  }
+  /// out [R, N] = x [R, K] @ weight + bias + res [R, N].
+  void operator()(Context &ctx, const Tensor<D> &x, const Tensor<D> &res, const Tensor<D> &out) const
+    requires(E == Epilogue::BiasResidual)
+  {
+    expect(res, {x.dim(0), out_features()}, name_, "res");
+    run(ctx, x, &res, out);
+  }
+
+private:
+  // Decode kernels' launchers; they take the block as an argument (never
+  // capture it) so that blocks stay movable.
+  using Launch = std::function<void(const Linear &, Context &, const Tensor<D> &, const Tensor<D> *,
+                                    const Tensor<D> &)>;
+
+  template <int K> void requestDecode(Context &ctx) {
+    constexpr auto DE = detail::decodeEpilogue(E);
+    // Output columns per program: 8 for wide outputs (more programs than
+    // multiprocessors either way), 4 for narrow ones, as ranked on an H200.
+    auto one = [&]<int BN>() {
+      auto k = ctx.kernel<ops::DecodeLinear<D, 1, BN, K, 256, false, DE>>(options_.role + "_decode1");
+      decode1_ = [k](const Linear &self, Context &c, const Tensor<D> &x, const Tensor<D> *res,
+                     const Tensor<D> &out) { self.launchDecode(c, k, x, res, out); };
+    };
+    if (out_features() > in_features())
+      one.template operator()<8>();
+    else
+      one.template operator()<4>();
+    if (options_.decode_rows >= kDecodeRows) {
+      auto k = ctx.kernel<ops::DecodeLinear<D, kDecodeRows, 4, K, 256, false, DE>>(options_.role + "_decode8");
+      decode8_ = [k](const Linear &self, Context &c, const Tensor<D> &x, const Tensor<D> *res,
+                     const Tensor<D> &out) { self.launchDecode(c, k, x, res, out); };
+    }
+  }
+
+  template <class KK>
+  void launchDecode(Context &ctx, const Handle<KK> &k, const Tensor<D> &x, const Tensor<D> *res,
+                    const Tensor<D> &out) const {
+    int N = int(out_features());
+    auto *b = bias_.empty() ? x.data() : bias_.data();
+    auto *r = res ? res->data() : out.data();
+    k(ctx, Grid(ceil_div(N, KK::BN)), x.data(), x.data(), x.data(), weightT_.data(), b, r,
+      out.data(), int(x.dim(0)), N, 1e-5f);
+  }
+
+  template <class KK>
+  void launchMatmul(Context &ctx, const Handle<KK> &k, const Tensor<D> &x, const Tensor<D> *res,
+                    const Tensor<D> &out) const {
+    int M = int(x.dim(0)), N = int(out_features()), K = int(in_features());
+    Grid g(ceil_div(M, KK::BM), ceil_div(N, KK::BN));
+    if constexpr (E == Epilogue::None)
+      k(ctx, g, x.data(), weight_.data(), out.data(), M, N, K, K, N, N);
+    else if constexpr (E == Epilogue::BiasResidual)
+      k(ctx, g, x.data(), weight_.data(), bias_.data(), res->data(), out.data(), M, N, K, K, N, N);
+    else
+      k(ctx, g, x.data(), weight_.data(), bias_.data(), out.data(), M, N, K, K, N, N);
+  }
+
+  void run(Context &ctx, const Tensor<D> &x, const Tensor<D> *res, const Tensor<D> &out) const {
+    expect(x, {kAny, in_features()}, name_, "x");
+    expect(out, {x.dim(0), out_features()}, name_, "out");
+    int64_t M = x.dim(0), N = out_features();
+    if (M == 1 && decode1_)
+      return decode1_(*this, ctx, x, res, out);
+    if (M > 1 && M <= kDecodeRows && decode8_)
+      return decode8_(*this, ctx, x, res, out);
+    if (!gpu_)
+      return kPlain && M <= 16 ? launchMatmul(ctx, *cpuFew_, x, res, out)
+                               : launchMatmul(ctx, *cpu_, x, res, out);
+    bool few = kPlain ? M <= 16 : int64_t(ceil_div(M, 64)) * ceil_div(N, 64) < kFewTiles;
+    if (few)
+      launchMatmul(ctx, *small_, x, res, out);
+    else
+      launchMatmul(ctx, *big_, x, res, out);
+  }
+
+  Tensor<D> weight_, bias_, weightT_;
+  LinearOptions options_;
+  bool gpu_;
+  std::string name_;
+  std::optional<Handle<Big>> big_;
+  std::optional<Handle<Small>> small_;
+  std::optional<Handle<Cpu>> cpu_;
+  std::optional<Handle<CpuFew>> cpuFew_;
+  Launch decode1_, decode8_;
+};
+
+/// `out = E(layernorm(x) @ weight)`. A prefill normalises into a scratch
+/// tensor (`normed`, [R, K]) and multiplies; a decode step of up to
+/// kDecodeRows rows runs one kernel that normalises each row as it streams
+/// the weight.
+template <class D, Epilogue E> class NormLinear {
+public:
+  NormLinear(Context &ctx, LayerNorm<D> ln, Tensor<D> weight, Tensor<D> bias, Tensor<D> weight_t,
+             LinearOptions options = {})
+      : ln_(std::move(ln)), linear_(ctx, std::move(weight), std::move(bias), weight_t,
+                                    LinearOptions{options.role, 0}) {
+    if (ln_.features() != linear_.in_features())
+      throw Error("nn::NormLinear: a layernorm of " + std::to_string(ln_.features()) +
+                  " features before " + linear_.name());
+    if (options.decode_rows > 0 && !weight_t.empty()) {
+      weightT_ = std::move(weight_t);
+      detail::withDecodeWidth(linear_.in_features(), [&]<int K>() {
+        constexpr auto DE = detail::decodeEpilogue(E);
+        auto one = ctx.kernel<ops::DecodeLinear<D, 1, 8, K, 256, true, DE>>(options.role + "_decode1");
+        auto eight = ctx.kernel<ops::DecodeLinear<D, kDecodeRows, 4, K, 256, true, DE>>(options.role + "_decode8");
+        decode_ = [one, eight](const NormLinear &self, Context &c, const Tensor<D> &x,
+                               const Tensor<D> &out) {
+          if (x.dim(0) == 1)
+            self.launch(c, one, x, out);
+          else
+            self.launch(c, eight, x, out);
+        };
+      });
+    }
+  }
+  const LayerNorm<D> &layernorm() const { return ln_; }
+  const Linear<D, E> &linear() const { return linear_; }
+
+  void operator()(Context &ctx, const Tensor<D> &x, const Tensor<D> &normed, const Tensor<D> &out) const
+    requires(E != Epilogue::BiasResidual)
+  {
+    if (decode_ && x.dim(0) >= 1 && x.dim(0) <= kDecodeRows) {
+      expect(x, {kAny, linear_.in_features()}, linear_.name(), "x");
+      expect(out, {x.dim(0), linear_.out_features()}, linear_.name(), "out");
+      return decode_(*this, ctx, x, out);
+    }
+    ln_(ctx, x, normed);
+    linear_(ctx, normed, out);
+  }
+
+private:
+  template <class KK>
+  void launch(Context &ctx, const Handle<KK> &k, const Tensor<D> &x, const Tensor<D> &out) const {
+    int N = int(linear_.out_features());
+    k(ctx, Grid(ceil_div(N, KK::BN)), x.data(), ln_.weight().data(), ln_.bias().data(),
+      weightT_.data(), linear_.bias().empty() ? x.data() : linear_.bias().data(), out.data(),
+      out.data(), int(x.dim(0)), N, ln_.eps());
+  }
+
+  LayerNorm<D> ln_;
+  Linear<D, E> linear_;
+  Tensor<D> weightT_;
+  std::function<void(const NormLinear &, Context &, const Tensor<D> &, const Tensor<D> &)> decode_;
+};
+
+//===----------------------------------------------------------------------===//
+// Attention, MLP, transformer block
+//===----------------------------------------------------------------------===//
+
+/// Prompts packed one after another into the rows of a prefill: row r is
+/// token pos[r] of prompt seq[r]; prompt s starts at row starts[s] and has
+/// lengths[s] tokens.
+struct Packing {
+  Tensor<i32> seq, pos;        ///< [rows]
+  Tensor<i32> starts, lengths; ///< [prompts]
+  int prompts = 0, longest = 0;
+};
+
+/// Activations a stack of blocks shares (one layer runs at a time), sized
+/// for `rows` rows: the normalised input, q|k|v, the attention's output, the
+/// MLP's hidden layer, and the decode attention's partial results.
+template <class D> struct Workspace {
+  Tensor<D> normed, qkv, att, hidden;
+  Tensor<f32> parts;   ///< [B, heads, splits, head_dim + 2]
+  Tensor<i32> counter; ///< finished splits per (sequence, head); 0 between launches
+  Tensor<i32> iota;    ///< 0, 1, 2, ...: decode row r is sequence r
+  Workspace() = default;
+  Workspace(const Target &t, int64_t rows, int64_t C, int64_t batch, int64_t heads, int64_t splits,
+            int64_t headDim)
+      : normed(t, {rows, C}), qkv(t, {rows, 3 * C}), att(t, {rows, C}), hidden(t, {rows, 4 * C}),
+        parts(t, {batch, heads, splits, headDim + 2}), counter(t, {batch, heads}), iota(t, {rows}) {
+    std::vector<int32_t> seq(std::size_t(rows), 0);
+    for (std::size_t i = 0; i < seq.size(); ++i)
+      seq[i] = int32_t(i);
+    iota.copy_from(seq);
+  }
+  /// The first `rows` rows of each row-indexed activation.
+  Workspace rows(int64_t n) const {
+    Workspace w = *this;
+    w.normed = normed.rows(0, n);
+    w.qkv = qkv.rows(0, n);
+    w.att = att.rows(0, n);
+    w.hidden = hidden.rows(0, n);
+    return w;
+  }
+};
+
+/// Keys and values of every sequence at every position: [batch, context, C].
+template <class D> struct KvCache {
+  Tensor<D> k, v;
+  KvCache() = default;
+  KvCache(const Target &t, int64_t batch, int64_t context, int64_t C)
+      : k(t, {batch, context, C}), v(t, {batch, context, C}) {}
+  int64_t batch() const { return k.dim(0); }
+  int64_t context() const { return k.dim(1); }
+};
+
+/// `x += proj(attention(qkv(layernorm(x))))`, causal, with `heads` heads of
+/// head_dim 16, 32, 64 or 128, keeping keys and values in its cache.
+///
+/// Prefill: layernorm, the QKV product, the cache write, flash attention
+/// over each prompt's rows (64x64 blocks), the projection with the residual.
+/// Decode: one fused kernel (layernorm, QKV, cache write), attention split
+/// over cache chunks of 32 positions (one program per sequence, head and
+/// chunk, the last to finish combining them: one grid for every position,
+/// so a captured graph serves them all), the projection.
+template <class D> class CausalSelfAttention {
+public:
+  static constexpr int kChunk = 32, kMaxSplits = 32;
+
+  CausalSelfAttention(Context &ctx, LayerNorm<D> ln, Tensor<D> w_qkv, Tensor<D> b_qkv,
+                      Tensor<D> w_qkv_t, Linear<D, Epilogue::BiasResidual> proj, int heads,
+                      KvCache<D> cache)
+      : qkv_(ctx, std::move(ln), std::move(w_qkv), std::move(b_qkv), Tensor<D>{},
+             LinearOptions{"qkv", 0}),
+        qkvT_(std::move(w_qkv_t)), proj_(std::move(proj)), heads_(heads), cache_(std::move(cache)) {
+    int64_t C = features();
+    std::string name = "nn::CausalSelfAttention(" + std::to_string(C) + ")";
+    expect(qkv_.linear().weight(), {C, 3 * C}, name, "w_qkv");
+    if (proj_.in_features() != C || proj_.out_features() != C)
+      throw Error(name + ": the projection is " + proj_.name());
+    if (heads < 1 || C % heads != 0)
+      throw Error(name + ": " + std::to_string(heads) + " heads do not divide " + std::to_string(C) +
+                  " features");
+    expect(cache_.k, {kAny, kAny, C}, name, "cache.k");
+    expect(cache_.v, {cache_.batch(), cache_.context(), C}, name, "cache.v");
+    if (ceil_div(cache_.context(), kChunk) > kMaxSplits)
+      throw Error(name + ": a KV cache of " + std::to_string(cache_.context()) +
+                  " positions is longer than decode attention's " +
+                  std::to_string(kChunk * kMaxSplits));
+    kvWrite_ = ctx.kernel<ops::KvWrite<D, 256>>("kv_write");
+    switch (head_dim()) {
+    case 16: requestAttention<16>(ctx); break;
+    case 32: requestAttention<32>(ctx); break;
+    case 64: requestAttention<64>(ctx); break;
+    case 128: requestAttention<128>(ctx); break;
+    default:
+      throw Error(name + ": head_dim " + std::to_string(head_dim()) + " (16, 32, 64 or 128)");
+    }
+    if (!qkvT_.empty()) {
+      expect(qkvT_, {3 * C, C}, name, "w_qkv_t");
+      detail::withDecodeWidth(C, [&]<int K>() {
+        auto one = ctx.kernel<ops::DecodeQkv<D, 1, 8, K, 256>>("decode_qkv1");
+        auto eight = ctx.kernel<ops::DecodeQkv<D, kDecodeRows, 4, K, 256>>("decode_qkv8");
+        decodeQkv_ = [one, eight](const CausalSelfAttention &self, Context &c, const Tensor<D> &x,
+                                  const Tensor<i32> &pos, const Tensor<D> &qkv) {
+          if (x.dim(0) == 1)
+            self.launchDecodeQkv(c, one, x, pos, qkv);
+          else
+            self.launchDecodeQkv(c, eight, x, pos, qkv);
+        };
+      });
+    }
+  }
+
+  int64_t features() const { return qkv_.linear().in_features(); }
+  int heads() const { return heads_; }
+  int head_dim() const { return int(features() / heads_); }
+  const KvCache<D> &cache() const { return cache_; }
+  /// Programs per (sequence, head) of a decode step's attention.
+  int64_t splits() const { return ceil_div(cache_.context(), kChunk); }
+
+  /// A packed prefill of x [R, C]; fills the cache rows of its prompts.
+  void prefill(Context &ctx, const Tensor<D> &x, const Packing &p, const Workspace<D> &ws) const {
+    int C = int(features()), Tmax = int(cache_.context());
+    int64_t R = x.dim(0);
+    qkv_(ctx, x, ws.normed, ws.qkv);
+    kvWrite_(ctx, Grid(uint32_t(R)), ws.qkv.data(), p.seq.data(), p.pos.data(), cache_.k.data(),
+             cache_.v.data(), C, Tmax);
+    prefillAttention_(*this, ctx, ws.qkv, ws.att, p);
+    proj_(ctx, ws.att, x, x);
+  }
+
+  /// A decode step of x [B, C]: row b is sequence b's token at pos[b].
+  void decode(Context &ctx, const Tensor<D> &x, const Tensor<i32> &pos, const Workspace<D> &ws) const {
+    int C = int(features()), Tmax = int(cache_.context());
+    int64_t B = x.dim(0);
+    expect(pos, {B}, "nn::CausalSelfAttention", "pos");
+    if (B > cache_.batch())
+      throw Error("nn::CausalSelfAttention: " + std::to_string(B) + " sequences; the cache holds " +
+                  std::to_string(cache_.batch()));
+    if (decodeQkv_ && B <= kDecodeRows) {
+      decodeQkv_(*this, ctx, x, pos, ws.qkv);
+    } else {
+      qkv_(ctx, x, ws.normed, ws.qkv);
+      kvWrite_(ctx, Grid(uint32_t(B)), ws.qkv.data(), ws.iota.data(), pos.data(),
+               cache_.k.data(), cache_.v.data(), C, Tmax);
+    }
+    decodeAttention_(*this, ctx, ws, pos, B);
+    proj_(ctx, ws.att, x, x);
+  }
+
+private:
+  template <int HD> void requestAttention(Context &ctx) {
+    auto pre = ctx.kernel<ops::AttentionPrefill<D, 64, 64, HD>>("attention_prefill");
+    auto dec = ctx.kernel<ops::AttentionDecode<D, kChunk, HD, kChunk, kMaxSplits>>("attention_decode");
+    prefillAttention_ = [pre](const CausalSelfAttention &a, Context &c, const Tensor<D> &qkv,
+                              const Tensor<D> &att, const Packing &p) {
+      pre(c, Grid(ceil_div(p.longest, 64), uint32_t(a.heads_), uint32_t(p.prompts)), qkv.data(),
+          a.cache_.k.data(), a.cache_.v.data(), att.data(), p.starts.data(), p.lengths.data(),
+          int(a.features()), int(a.cache_.context()), a.scale());
+    };
+    decodeAttention_ = [dec](const CausalSelfAttention &a, Context &c, const Workspace<D> &ws,
+                             const Tensor<i32> &pos, int64_t B) {
+      dec(c, Grid(uint32_t(B), uint32_t(a.heads_), uint32_t(a.splits())), ws.qkv.data(),
+          a.cache_.k.data(), a.cache_.v.data(), ws.parts.data(), ws.counter.data(), ws.att.data(),
+          pos.data(), int(a.features()), int(a.cache_.context()), a.scale());
+    };
+  }
+  float scale() const { return 1.0f / std::sqrt(float(head_dim())); }
+
+  template <class KK>
+  void launchDecodeQkv(Context &ctx, const Handle<KK> &k, const Tensor<D> &x, const Tensor<i32> &pos,
+                       const Tensor<D> &qkv) const {
+    const LayerNorm<D> &ln = qkv_.layernorm();
+    int N = int(3 * features());
+    k(ctx, Grid(ceil_div(N, KK::BN)), x.data(), ln.weight().data(), ln.bias().data(), qkvT_.data(),
+      qkv_.linear().bias().data(), qkv.data(), pos.data(), cache_.k.data(), cache_.v.data(),
+      int(x.dim(0)), N, int(cache_.context()), ln.eps());
+  }
+
+  NormLinear<D, Epilogue::Bias> qkv_;
+  Tensor<D> qkvT_;
+  Linear<D, Epilogue::BiasResidual> proj_;
+  int heads_;
+  KvCache<D> cache_;
+  Handle<ops::KvWrite<D, 256>> kvWrite_;
+  // Launchers of the kernels chosen by head_dim and width; they take the
+  // block as an argument so that it stays movable.
+  std::function<void(const CausalSelfAttention &, Context &, const Tensor<D> &, const Tensor<D> &,
+                     const Packing &)>
+      prefillAttention_;
+  std::function<void(const CausalSelfAttention &, Context &, const Workspace<D> &,
+                     const Tensor<i32> &, int64_t)>
+      decodeAttention_;
+  std::function<void(const CausalSelfAttention &, Context &, const Tensor<D> &, const Tensor<i32> &,
+                     const Tensor<D> &)>
+      decodeQkv_;
+};
+
+/// `x += proj(gelu(fc(layernorm(x))))` with a hidden layer of H features.
+template <class D> class Mlp {
+public:
+  Mlp(NormLinear<D, Epilogue::BiasGelu> fc, Linear<D, Epilogue::BiasResidual> proj)
+      : fc_(std::move(fc)), proj_(std::move(proj)) {
+    if (proj_.in_features() != fc_.linear().out_features() ||
+        proj_.out_features() != fc_.linear().in_features())
+      throw Error("nn::Mlp: " + fc_.linear().name() + " then " + proj_.name());
+  }
+  void operator()(Context &ctx, const Tensor<D> &x, const Workspace<D> &ws) const {
+    fc_(ctx, x, ws.normed, ws.hidden);
+    proj_(ctx, ws.hidden, x, x);
+  }
+
+private:
+  NormLinear<D, Epilogue::BiasGelu> fc_;
+  Linear<D, Epilogue::BiasResidual> proj_;
+};
+
+/// GPT-2's block: `x += attn(ln_1(x)); x += mlp(ln_2(x))`.
+template <class D> class TransformerBlock {
+public:
+  TransformerBlock(CausalSelfAttention<D> attn, Mlp<D> mlp)
+      : attn_(std::move(attn)), mlp_(std::move(mlp)) {}
+  const CausalSelfAttention<D> &attention() const { return attn_; }
+
+  void prefill(Context &ctx, const Tensor<D> &x, const Packing &p, const Workspace<D> &ws) const {
+    attn_.prefill(ctx, x, p, ws);
+    mlp_(ctx, x, ws);
+  }
+  void decode(Context &ctx, const Tensor<D> &x, const Tensor<i32> &pos, const Workspace<D> &ws) const {
+    attn_.decode(ctx, x, pos, ws);
+    mlp_(ctx, x, ws);
+  }
+
+private:
+  CausalSelfAttention<D> attn_;
+  Mlp<D> mlp_;
+};
+
+//===----------------------------------------------------------------------===//
+// The head and the choice of the next token
+//===----------------------------------------------------------------------===//
+
+/// `dst[r] = src[index[r]]`: a prefill's last row of each prompt.
+template <class D> class GatherRows {
+public:
+  explicit GatherRows(Context &ctx) : kernel_(ctx.kernel<ops::GatherRows<D, 256>>("gather")) {}
+  void operator()(Context &ctx, const Tensor<D> &src, const Tensor<i32> &index, const Tensor<D> &dst) const {
+    expect(dst, {index.dim(0), src.dim(1)}, "nn::GatherRows", "dst");
+    kernel_(ctx, Grid(uint32_t(index.dim(0))), src.data(), index.data(), dst.data(), int(src.dim(1)));
+  }
+
+private:
+  Handle<ops::GatherRows<D, 256>> kernel_;
+};
+
+/// `logits = layernorm(x) @ wte^T`, the head tied to the embedding. One row
+/// (a decode step of one sequence) streams wte itself ([V, C]) with the
+/// one-row kernel; more rows multiply by wte^T ([C, V]): on an H200 the
+/// one-row kernel took 22 us against 72 us for the 16-row product, which
+/// wins at 8 rows (71 us against 95).
+template <class D> class LmHead {
+public:
+  LmHead(Context &ctx, LayerNorm<D> ln_f, Tensor<D> wte_t, Tensor<D> wte)
+      : ln_(std::move(ln_f)),
+        linear_(ctx, std::move(wte_t), Tensor<D>{}, std::move(wte), LinearOptions{"lm_head", 1}) {}
+  int64_t vocab() const { return linear_.out_features(); }
+
+  /// logits [R, V] of x [R, C], normalising into `normed` [R, C].
+  void operator()(Context &ctx, const Tensor<D> &x, const Tensor<D> &normed, const Tensor<D> &logits) const {
+    ln_(ctx, x, normed);
+    linear_(ctx, normed, logits);
+  }
+
+private:
+  LayerNorm<D> ln_;
+  Linear<D, Epilogue::None> linear_;
+};
+
+struct SampleOptions {
+  /// 0: greedy. Otherwise softmax(logits / temperature), limited to the
+  /// top_k largest (0: all), then to the smallest set reaching top_p.
+  float temperature = 0;
+  int top_k = 0;
+  float top_p = 1;
+  int32_t seed = 0;
+};
+
+/// The next token of each row of logits, on the device: `next[r]`, and
+/// `pos[r] += advance` (a decode step needs nothing from the host).
+template <class D> class Sampler {
+public:
+  explicit Sampler(Context &ctx) {
+    // A vocabulary row in 7 sweeps rather than 50: each sweep waits on its loads.
+    CompileOptions wide;
+    wide.num_warps = 8;
+    argmax_ = ctx.kernel<ops::ArgmaxRows<D, 8192>>("argmax", wide);
+    sample_ = ctx.kernel<ops::SampleRows<D, 1024>>("sample");
+  }
+  void operator()(Context &ctx, const Tensor<D> &logits, const Tensor<i32> &next,
+                  const Tensor<i32> &pos, int advance, const SampleOptions &o) const {
+    int64_t R = next.dim(0);
+    int V = int(logits.dim(1));
+    expect(logits, {kAny, kAny}, "nn::Sampler", "logits");
+    if (logits.dim(0) < R)
+      throw Error("nn::Sampler: " + std::to_string(R) + " tokens from " +
+                  std::to_string(logits.dim(0)) + " rows of logits");
+    expect(pos, {R}, "nn::Sampler", "pos");
+    if (!(o.temperature > 0))
+      argmax_(ctx, Grid(uint32_t(R)), logits.data(), next.data(), pos.data(), V, V, advance);
+    else
+      sample_(ctx, Grid(uint32_t(R)), logits.data(), next.data(), pos.data(), V, V, advance,
+              o.temperature, o.top_k, o.top_p, int(o.seed));
+  }
+
+private:
+  Handle<ops::ArgmaxRows<D, 8192>> argmax_;
+  Handle<ops::SampleRows<D, 1024>> sample_;
+};
+
+} // namespace kiln::nn

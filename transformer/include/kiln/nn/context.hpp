@@ -1,0 +1,135 @@
+//===- context.hpp - where blocks get their kernels and launch them --------===//
+//
+//   nn::Context ctx(Target::cuda(cuda::device_arch()));
+//   nn::LayerNorm<f16> ln(ctx, w, b);        // asks ctx for its kernels
+//   nn::Linear<f16, nn::Epilogue::Bias> qkv(ctx, W, bias);
+//   ctx.compile();                           // every kernel, in parallel
+//   ln(ctx, x, h);                           // typed launches
+//
+// Blocks declare the kernels they need as typed handles (`Handle<K>`); the
+// context compiles them all at once on the host's cores and shares one
+// compiled kernel between blocks that ask for the same type and options
+// (every layer's projection uses one kernel). A handle launches with
+// arguments checked against `K`'s C++ signature at compile time, and the
+// context counts launches and, while profiling, names each one.
+//
+//===----------------------------------------------------------------------===//
+#pragma once
+
+#include "kiln/kiln.hpp"
+
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <typeinfo>
+#include <vector>
+
+namespace kiln::nn {
+
+class Context;
+
+/// A kernel a block launches: `K` once the context has compiled it.
+template <class K> class Handle {
+public:
+  using kernel_type = K;
+  Handle() = default;
+
+  /// Launches on `ctx`'s stream with `args` checked against K's signature.
+  template <class... A> void operator()(Context &ctx, const Grid &grid, const A &...args) const;
+
+  bool ready() const { return slot_ && slot_->has_value(); }
+  const Kernel<K> &kernel() const {
+    if (!ready())
+      throw Error("nn: kernel " + role_ + " is not compiled yet (call Context::compile)");
+    return **slot_;
+  }
+  const std::string &role() const { return role_; }
+
+private:
+  friend class Context;
+  std::shared_ptr<std::optional<Kernel<K>>> slot_;
+  std::string role_;
+};
+
+/// What a context compiled, for `--explain`.
+struct KernelRecord {
+  std::string name;  ///< carries the block sizes
+  std::string role;  ///< the first block that asked for it ("qkv", "layernorm", ...)
+  double compile_seconds = 0;
+  bool from_cache = false;
+  int num_warps = 0, num_stages = 0;
+};
+
+class Context {
+public:
+  explicit Context(Target target) : target_(std::move(target)) {}
+  Context(const Context &) = delete;
+  Context &operator=(const Context &) = delete;
+
+  const Target &target() const { return target_; }
+  bool gpu() const { return target_.kind == Target::Kind::Cuda; }
+
+  /// A handle to `K` compiled with `options`, compiled by the next
+  /// compile(). Blocks asking for the same K and options share it.
+  template <class K> Handle<K> kernel(const std::string &role, CompileOptions options = {}) {
+    std::string key = std::string(typeid(K).name()) + "/w" + std::to_string(options.num_warps) +
+                      "/s" + std::to_string(options.num_stages) +
+                      (options.warp_specialize ? "/ws" : "") + (options.persistent ? "/p" : "");
+    Handle<K> h;
+    h.role_ = role;
+    auto found = shared_.find(key);
+    if (found != shared_.end()) {
+      h.slot_ = std::static_pointer_cast<std::optional<Kernel<K>>>(found->second);
+      return h;
+    }
+    h.slot_ = std::make_shared<std::optional<Kernel<K>>>();
+    shared_.emplace(key, h.slot_);
+    pending_.push_back([this, slot = h.slot_, role, options] {
+      Kernel<K> k = kiln::compile<K>(target_, options);
+      std::lock_guard<std::mutex> lock(mutex_);
+      records_.push_back({k.name(), role, k.compile_seconds(), k.from_cache(), options.num_warps,
+                          options.num_stages});
+      slot->emplace(std::move(k));
+    });
+    return h;
+  }
+
+  /// Compiles every kernel asked for since the last call, one per core.
+  /// Rethrows the first failure.
+  void compile();
+
+  /// Kernels compiled so far, sorted by role.
+  const std::vector<KernelRecord> &kernels() const { return records_; }
+  double compile_seconds() const;
+
+  /// Launches since reset_launches().
+  int launches() const { return launches_; }
+  void reset_launches() { launches_ = 0; }
+
+  /// While set, called after every launch with the launching handle's role
+  /// (profiling marks a CUDA event there).
+  std::function<void(const std::string &)> on_launch;
+
+private:
+  template <class K> friend class Handle;
+  Target target_;
+  std::map<std::string, std::shared_ptr<void>> shared_;
+  std::vector<std::function<void()>> pending_;
+  std::vector<KernelRecord> records_;
+  std::mutex mutex_;
+  int launches_ = 0;
+};
+
+template <class K>
+template <class... A>
+void Handle<K>::operator()(Context &ctx, const Grid &grid, const A &...args) const {
+  kernel().launch(grid, args...);
+  ++ctx.launches_;
+  if (ctx.on_launch)
+    ctx.on_launch(role_);
+}
+
+} // namespace kiln::nn
