@@ -15,6 +15,7 @@
 #include "kiln/runtime/cuda.hpp"
 #include "kiln/runtime/tool.hpp"
 #include "kiln/autotuner/autotune.hpp"
+#include "kiln/autotuner/space.hpp"
 #include "cublas.hpp"
 
 #include <benchmark/benchmark.h>
@@ -228,11 +229,15 @@ template <template <class, int, int, int> class Op> void BM_prefill(benchmark::S
       k.launch(grid, a.data(), b.data(), bias.data(), c.data(), M, N, K, K, N, N);
   };
   std::string key = "prefill " + p.shape();
-  auto tuned = autotune<Op<f16, 32, 32, 32>, Op<f16, 32, 64, 64>, Op<f16, 64, 32, 64>,
-                        Op<f16, 64, 64, 32>, Op<f16, 64, 64, 64>, Op<f16, 128, 64, 32>,
-                        Op<f16, 128, 64, 64>, Op<f16, 64, 128, 64>, Op<f16, 128, 128, 32>,
-                        Op<f16, 128, 128, 64>>(
-      gpu(), key, TuneSpace({4, 8}, {2, 3}, kSchedules), launch, prune);
+  // The declared space (kiln/autotuner/space.hpp), as nn::Linear declares
+  // its own: infeasible candidates are pruned at compile time.
+  namespace hana = boost::hana;
+  constexpr auto space = tuning::product(
+      hana::tuple_t<Op<f16, 32, 32, 32>, Op<f16, 32, 64, 64>, Op<f16, 64, 32, 64>, Op<f16, 64, 64, 32>,
+                    Op<f16, 64, 64, 64>, Op<f16, 128, 64, 32>, Op<f16, 128, 64, 64>, Op<f16, 64, 128, 64>,
+                    Op<f16, 128, 128, 32>, Op<f16, 128, 128, 64>>,
+      tuning::kWarps, hana::tuple_c<int, 2, 3>, tuning::kSchedules);
+  auto tuned = tuning::autotune(space, gpu(), key, launch);
   reportTuned(state, tuned, 2.0 * M * N * K, key);
 }
 

@@ -115,14 +115,6 @@ struct Params {
   }
 };
 
-std::vector<float> transpose(const std::vector<float> &w, int64_t K, int64_t N) {
-  std::vector<float> t(w.size());
-  for (int64_t k = 0; k < K; ++k)
-    for (int64_t n = 0; n < N; ++n)
-      t[std::size_t(n * K + k)] = w[std::size_t(k * N + n)];
-  return t;
-}
-
 /// The logits of every position of `tokens`, in double.
 std::vector<double> reference(const Params &p, const std::vector<int32_t> &tokens) {
   const int64_t n = int64_t(tokens.size());
@@ -187,7 +179,7 @@ std::vector<double> reference(const Params &p, const std::vector<int32_t> &token
     for (std::size_t i = 0; i < x.size(); ++i)
       x[i] += down[i] + l.bdown[i % C];
   }
-  return matmul(ln(x, p.lnfw, p.lnfb), transpose(p.wte, V, C), C, V);
+  return matmul(ln(x, p.lnfw, p.lnfb), nn::transpose(p.wte, V, C), C, V);
 }
 
 int main(int argc, char **argv) {
@@ -208,19 +200,20 @@ int main(int argc, char **argv) {
     std::vector<Layer> layers;
     for (const Params::Layer &l : p.layers) {
       nn::Linear<D, Epilogue::BiasResidual> proj(ctx, tensor(l.wproj, {C, C}), tensor(l.bproj, {C}),
-                                                 tensor(transpose(l.wproj, C, C), {C, C}));
+                                                 tensor(nn::transpose(l.wproj, C, C), {C, C}), {},
+                                                 nn::Widths<C>{});
       nn::CausalSelfAttention<D> attn(
           ctx, nn::LayerNorm<D>(ctx, tensor(l.ln1w, {C}), tensor(l.ln1b, {C})),
           tensor(l.wqkv, {C, 3 * C}), tensor(l.bqkv, {3 * C}),
-          tensor(transpose(l.wqkv, C, 3 * C), {3 * C, C}), std::move(proj), int(Heads),
-          nn::KvCache<D>(target, 1, T, C));
+          tensor(nn::transpose(l.wqkv, C, 3 * C), {3 * C, C}), std::move(proj), int(Heads),
+          nn::KvCache<D>(target, 1, T, C), nn::Widths<C>{});
       nn::Linear<D, Epilogue::BiasResidual> down(ctx, tensor(l.wdown, {H, C}), tensor(l.bdown, {C}));
       SwiGluMlp<D> mlp(ctx, nn::LayerNorm<D>(ctx, tensor(l.ln2w, {C}), tensor(l.ln2b, {C})),
                        tensor(l.wg, {C, H}), tensor(l.wu, {C, H}), std::move(down), T);
       layers.push_back({std::move(attn), std::move(mlp)});
     }
     nn::LmHead<D> head(ctx, nn::LayerNorm<D>(ctx, tensor(p.lnfw, {C}), tensor(p.lnfb, {C})),
-                       tensor(transpose(p.wte, V, C), {C, V}), wte);
+                       tensor(nn::transpose(p.wte, V, C), {C, V}), wte, nn::Widths<C>{});
     nn::Sampler<D> sampler(ctx);
     ctx.compile();
     std::printf("%zu kernels compiled for %s, in %.2f s summed over cores\n", ctx.kernels().size(),

@@ -67,6 +67,37 @@ void store_winner(const fs::path &file, const std::string &label) {
 
 } // namespace
 
+namespace {
+fs::path winnerFile(const std::string &family, const Target &target, const std::string &key) {
+  std::string arch = target.kind == Target::Kind::Cuda ? cuda::device_arch() : "cpu";
+  return fs::path(tuning_directory()) /
+         (KernelCache::key({"kiln-tuning-v1", family, key, target.str(), arch}) + ".txt");
+}
+} // namespace
+
+std::optional<Tuned> autotune_cached(const std::string &family, const Target &target,
+                                     const std::string &key, std::vector<TuneCandidate> &candidates) {
+  auto start = std::chrono::steady_clock::now();
+  auto label = load_winner(winnerFile(family, target, key));
+  if (!label)
+    return std::nullopt;
+  for (auto &c : candidates)
+    if (c.label == *label) {
+      try {
+        Tuned tuned;
+        tuned.kernel_ = c.compile();
+        tuned.run_ = c.run;
+        tuned.label_ = c.label;
+        tuned.from_disk_ = true;
+        tuned.seconds_ = seconds_since(start);
+        return tuned;
+      } catch (const Error &) {
+        return std::nullopt; // stale entry
+      }
+    }
+  return std::nullopt;
+}
+
 Tuned autotune_candidates(const std::string &family, const Target &target, const std::string &key,
                           std::vector<TuneCandidate> candidates,
                           const std::function<bool(const std::string &)> &prune) {
@@ -76,28 +107,12 @@ Tuned autotune_candidates(const std::string &family, const Target &target, const
   if (candidates.empty())
     throw Error("kiln::autotune: no candidates left for '" + key + "' after pruning");
 
-  std::string arch = target.kind == Target::Kind::Cuda ? cuda::device_arch() : "cpu";
-  fs::path file = fs::path(tuning_directory()) /
-                  (KernelCache::key({"kiln-tuning-v1", family, key, target.str(), arch}) + ".txt");
+  fs::path file = winnerFile(family, target, key);
+  // A persisted winner: compile (usually a kernel-cache hit) and use only it.
+  if (auto cached = autotune_cached(family, target, key, candidates))
+    return std::move(*cached);
 
   Tuned tuned;
-  // A persisted winner: compile (usually a kernel-cache hit) and use only it.
-  if (auto label = load_winner(file)) {
-    for (auto &c : candidates)
-      if (c.label == *label) {
-        try {
-          tuned.kernel_ = c.compile();
-          tuned.run_ = c.run;
-          tuned.label_ = c.label;
-          tuned.from_disk_ = true;
-          tuned.seconds_ = seconds_since(start);
-          return tuned;
-        } catch (const Error &) {
-          break; // stale entry: tune again
-        }
-      }
-  }
-
   // Compile every candidate in parallel; failures score +inf.
   std::vector<std::unique_ptr<CompiledKernel>> kernels(candidates.size());
   std::vector<TuneResult> results(candidates.size());

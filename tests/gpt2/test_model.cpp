@@ -241,6 +241,53 @@ TEST_CASE("the tiny model's logits and greedy tokens match HF transformers") {
   CHECK(batch.at(2) == batch.at(0));
 }
 
+TEST_CASE("modes: max-autotune tunes every prefill product once and keeps HF's logits") {
+  CHECK(parse_mode("default") == Mode::Default);
+  CHECK(parse_mode("reduce-overhead") == Mode::ReduceOverhead);
+  CHECK(to_string(Mode::MaxAutotune) == "max-autotune");
+  CHECK_THROWS_WITH_AS(parse_mode("fast"),
+                       "gpt2: unknown mode 'fast' (default, reduce-overhead or max-autotune)", Error);
+  CHECK_FALSE(apply_mode(Mode::Default, {}).cuda_graphs);
+  CHECK(apply_mode(Mode::ReduceOverhead, {}).cuda_graphs);
+  CHECK(apply_mode(Mode::MaxAutotune, {}).tuning == Tuning::Tune);
+
+  test::TempDir dir("gpt2-modes");
+  test::ScopedEnv cache("KILN_CACHE_DIR", dir.path);
+  Golden g = readGolden(testData() + "/tiny_golden.json");
+  Weights w = Weights::random(g.config, g.seed);
+  // Which roles' configurations came from `source`.
+  auto roles = [](const Model &m, const std::string &source) {
+    std::vector<std::string> out;
+    for (const auto &k : m.explain().kernels)
+      if (k.source == source)
+        out.push_back(k.role);
+    return out;
+  };
+  const std::vector<std::string> products{"attn_proj", "fc_gelu", "lm_head", "mlp_proj", "qkv"};
+  {
+    Model tuned(w, target(), Precision::F32, apply_mode(Mode::MaxAutotune, {}));
+    CHECK(roles(tuned, "tuned").empty()); // nothing is tuned before a shape is seen
+    std::vector<float> logits = tuned.logits(g.prompt);
+    double worst = 0;
+    for (std::size_t t = 0; t < g.logits.size(); ++t)
+      for (std::size_t v = 0; v < g.logits[t].size(); ++v)
+        worst = std::max(worst, double(std::abs(logits[t * g.config.vocab_size + v] - g.logits[t][v])));
+    CHECK(worst < 1e-4);
+    // Every layer's product of a role shares one tuned kernel.
+    CHECK(roles(tuned, "tuned") == products);
+    CHECK(tuned.explain().tuning_seconds > 0);
+    GenerateOptions go;
+    go.max_new_tokens = int(g.greedy.size());
+    go.stop_at_eot = false;
+    CHECK(tuned.generate({g.prompt}, go).at(0) == g.greedy);
+  }
+  // The default mode reads the winners back for the same shapes.
+  Model plain(w, target(), Precision::F32, apply_mode(Mode::Default, {}));
+  plain.logits(g.prompt);
+  CHECK(roles(plain, "tuning cache") == products);
+  CHECK(roles(plain, "tuned").empty());
+}
+
 TEST_CASE("sampling: seeded, top-k 1 is greedy, bad options are refused") {
   Golden g = readGolden(testData() + "/tiny_golden.json");
   Weights w = Weights::random(g.config, g.seed);

@@ -9,6 +9,7 @@
 #include <doctest/doctest.h>
 
 #include "support/target.hpp"
+#include "support/temp_dir.hpp"
 #include "kiln/nn/blocks.hpp"
 #include "kiln/ops/reference.hpp"
 
@@ -38,15 +39,6 @@ nn::Tensor<f32> tensor(nn::Shape shape, uint32_t seed, float scale = 1.0f) {
   return nn::Tensor<f32>(target(), std::move(shape), v);
 }
 
-/// [K, N] as [N, K].
-std::vector<float> transpose(const std::vector<float> &w, int64_t K, int64_t N) {
-  std::vector<float> t(w.size());
-  for (int64_t k = 0; k < K; ++k)
-    for (int64_t n = 0; n < N; ++n)
-      t[std::size_t(n * K + k)] = w[std::size_t(k * N + n)];
-  return t;
-}
-
 void checkClose(const std::vector<float> &got, const std::vector<double> &want, double tol) {
   REQUIRE(got.size() == want.size());
   double worst = 0;
@@ -73,12 +65,13 @@ std::vector<double> reference(const std::vector<float> &x, const std::vector<flo
   return out;
 }
 
-template <Epilogue E> void checkLinear(int64_t K, int64_t N, std::initializer_list<int64_t> rows) {
+template <Epilogue E, int K> void checkLinear(int64_t N, std::initializer_list<int64_t> rows) {
   nn::Context ctx(target());
   nn::Tensor<f32> w = tensor({K, N}, 1, 0.1f), b = tensor({N}, 2);
   std::vector<float> wHost = w.to_host();
-  nn::Tensor<f32> wt(target(), {N, K}, transpose(wHost, K, N));
-  nn::Linear<f32, E> linear(ctx, w, E == Epilogue::None ? nn::Tensor<f32>{} : b, wt);
+  nn::Tensor<f32> wt(target(), {N, K}, nn::transpose(wHost, K, N));
+  nn::Linear<f32, E> linear(ctx, w, E == Epilogue::None ? nn::Tensor<f32>{} : b, wt, {},
+                            nn::Widths<K>{});
   ctx.compile();
   for (int64_t M : rows) {
     CAPTURE(M);
@@ -118,15 +111,22 @@ TEST_CASE("nn::Tensor: shapes, row views and copies") {
 }
 
 TEST_CASE("nn::Linear matches the reference with every epilogue, prefill and decode rows") {
-  // K = 64 has decode-step kernels (1 row; up to 8 rows); 40 rows take the
-  // prefill tiles. K = 48 has none: every row count takes the prefill tiles.
-  checkLinear<Epilogue::None>(64, 96, {1, 5, 40});
-  checkLinear<Epilogue::Bias>(64, 96, {1, 8, 40});
-  checkLinear<Epilogue::BiasGelu>(64, 160, {1, 3, 40});
-  checkLinear<Epilogue::BiasResidual>(256, 64, {1, 7, 33});
+  // Decode-step kernels (1 row; up to 8 rows) for K = 64 and 256; 33 and 40
+  // rows take the prefill tiles. Without a decode copy of the weight every
+  // row count takes the prefill tiles.
+  checkLinear<Epilogue::None, 64>(96, {1, 5, 40});
+  checkLinear<Epilogue::Bias, 64>(96, {1, 8, 40});
+  checkLinear<Epilogue::BiasGelu, 64>(160, {1, 3, 40});
+  checkLinear<Epilogue::BiasResidual, 256>(64, {1, 7, 33});
   nn::Context ctx(target());
   nn::Linear<f32, Epilogue::Bias> odd(ctx, tensor({48, 40}, 5), tensor({40}, 6));
   CHECK_FALSE(odd.decodes(1));
+  // A decode copy for a width the block was not given kernels for.
+  nn::Tensor<f32> w = tensor({48, 40}, 5);
+  nn::Tensor<f32> wt(target(), {40, 48}, nn::transpose(w.to_host(), 48, 40));
+  CHECK_THROWS_WITH_AS((nn::Linear<f32, Epilogue::Bias>(ctx, w, tensor({40}, 6), wt, {}, nn::Widths<64>{})),
+                       "nn::Linear(48 -> 40): decode kernels for 48 input features were not built "
+                       "(nn::Widths: 64)", Error);
 }
 
 TEST_CASE("nn::NormLinear fuses the layernorm into its decode kernels and agrees with the two steps") {
@@ -134,8 +134,9 @@ TEST_CASE("nn::NormLinear fuses the layernorm into its decode kernels and agrees
   nn::Context ctx(target());
   nn::Tensor<f32> lnw = tensor({K}, 7), lnb = tensor({K}, 8), w = tensor({K, N}, 9, 0.1f),
                   b = tensor({N}, 10);
-  nn::Tensor<f32> wt(target(), {N, K}, transpose(w.to_host(), K, N));
-  nn::NormLinear<f32, Epilogue::BiasGelu> fc(ctx, nn::LayerNorm<f32>(ctx, lnw, lnb), w, b, wt);
+  nn::Tensor<f32> wt(target(), {N, K}, nn::transpose(w.to_host(), K, N));
+  nn::NormLinear<f32, Epilogue::BiasGelu> fc(ctx, nn::LayerNorm<f32>(ctx, lnw, lnb), w, b, wt, {},
+                                             nn::Widths<K>{});
   ctx.compile();
   for (int64_t M : {1, 6, 20}) {
     CAPTURE(M);
@@ -189,10 +190,10 @@ TEST_CASE("nn::CausalSelfAttention: a prefill and decode steps agree with the re
   auto ln = [&] { return nn::LayerNorm<f32>(ctx, tensor({C}, 20), tensor({C}, 21, 0.1f)); };
   nn::Tensor<f32> wqkv = tensor({C, 3 * C}, 22, 0.2f), bqkv = tensor({3 * C}, 23, 0.1f);
   nn::Tensor<f32> wp = tensor({C, C}, 24, 0.1f), bp = tensor({C}, 25, 0.1f);
-  nn::Tensor<f32> wqkvT(target(), {3 * C, C}, transpose(wqkv.to_host(), C, 3 * C));
+  nn::Tensor<f32> wqkvT(target(), {3 * C, C}, nn::transpose(wqkv.to_host(), C, 3 * C));
   nn::Linear<f32, Epilogue::BiasResidual> proj(ctx, wp, bp);
   nn::CausalSelfAttention<f32> attn(ctx, ln(), wqkv, bqkv, wqkvT, std::move(proj), int(H),
-                                    nn::KvCache<f32>(target(), 1, T, C));
+                                    nn::KvCache<f32>(target(), 1, T, C), nn::Widths<C>{});
   ctx.compile();
   nn::Workspace<f32> ws(target(), T, C, 1, H, attn.splits(), C / H);
 
@@ -249,4 +250,56 @@ TEST_CASE("nn::CausalSelfAttention: a prefill and decode steps agree with the re
     attn.decode(ctx, row, at, ws.rows(1));
     checkClose(row.to_host(), std::vector<double>(want.begin() + t * C, want.begin() + (t + 1) * C), 1e-4);
   }
+}
+
+// Compile-time pruning of a search space: an f32 128x128x64 pipeline of 4
+// stages (256 KB) does not fit in shared memory; 16x16 tiles give 8 warps
+// nothing to do; producer warps need 64-column K panels.
+static_assert(!tuning::feasible<ops::MatmulBias<f32, 128, 128, 64>>(4, 4, 0));
+static_assert(tuning::feasible<ops::MatmulBias<f32, 128, 128, 64>>(8, 3, 0));
+static_assert(!tuning::feasible<ops::MatmulBias<f16, 16, 16, 64>>(8, 2, 0));
+static_assert(!tuning::feasible<ops::MatmulBias<f16, 64, 64, 32>>(4, 2, int(Schedule::WarpSpecialized)));
+static_assert(tuning::size(tuning::product(boost::hana::tuple_t<ops::MatmulBias<f32, 128, 128, 64>,
+                                                                 ops::MatmulBias<f32, 32, 64, 64>>,
+                                           tuning::kWarps, tuning::kStages, tuning::kSchedules)) ==
+              12 + 18);
+
+TEST_CASE("nn::Linear::tune times its space, persists the winner, and launches it") {
+  // A fresh cache: the first tuning times the candidates, later ones read the winner back.
+  test::TempDir dir("nn-tune");
+  test::ScopedEnv cache("KILN_CACHE_DIR", dir.path);
+
+  const int64_t K = 64, N = 96, M = 40;
+  nn::Tensor<f32> w = tensor({K, N}, 1, 0.1f), b = tensor({N}, 2), x = tensor({M, K}, 3);
+  std::vector<double> want = reference(x.to_host(), w.to_host(), b.to_host(), nullptr,
+                                       Epilogue::Bias, int(M), int(N), int(K));
+  // Where the configuration of `rows`-row products came from, after
+  // tune(cached_only) on M rows; the product's result either way.
+  auto tuneAndRun = [&](bool cachedOnly) {
+    nn::Context ctx(target());
+    nn::Linear<f32, Epilogue::Bias> linear(ctx, w, b, {}, {"tuned_linear"});
+    ctx.compile();
+    nn::Tensor<f32> scratchX = tensor({M, K}, 4), scratchOut(target(), {M, N});
+    linear.tune(ctx, scratchX, scratchOut, cachedOnly);
+    nn::Tensor<f32> out(target(), {M, N});
+    int before = ctx.launches();
+    linear(ctx, x, out);
+    CHECK(ctx.launches() == before + 1);
+    checkClose(out.to_host(), want, 1e-4);
+    // Another row bucket (M = 40 is in (32, 64]) keeps the heuristic.
+    CHECK(linear.tuned_for(20) == nullptr);
+    std::string source = "heuristic";
+    for (const nn::KernelRecord &r : ctx.kernels())
+      if (r.role == "tuned_linear" && r.source != "heuristic")
+        source = r.source;
+    if (const Tuned *t = linear.tuned_for(M)) {
+      CHECK(linear.tuned_for(64) == t);
+      CHECK(ctx.tuning_seconds() > 0);
+    }
+    return source;
+  };
+  CHECK(tuneAndRun(true) == "heuristic"); // nothing persisted yet
+  CHECK(tuneAndRun(false) == "tuned");
+  CHECK(tuneAndRun(true) == "tuning cache");
+  CHECK(tuneAndRun(false) == "tuning cache"); // tuned once, read back since
 }

@@ -22,6 +22,7 @@
 #include <future>
 #include <map>
 #include <optional>
+#include <set>
 #include <utility>
 
 namespace kiln::gpt2 {
@@ -38,6 +39,26 @@ Precision parse_precision(const std::string &name) {
 
 std::string to_string(Precision p) {
   return p == Precision::F32 ? "fp32" : p == Precision::F16 ? "fp16" : "bf16";
+}
+
+Mode parse_mode(const std::string &name) {
+  if (name == "default")
+    return Mode::Default;
+  if (name == "reduce-overhead")
+    return Mode::ReduceOverhead;
+  if (name == "max-autotune")
+    return Mode::MaxAutotune;
+  throw Error("gpt2: unknown mode '" + name + "' (default, reduce-overhead or max-autotune)");
+}
+
+std::string to_string(Mode m) {
+  return m == Mode::Default ? "default" : m == Mode::ReduceOverhead ? "reduce-overhead" : "max-autotune";
+}
+
+ModelOptions apply_mode(Mode mode, ModelOptions o) {
+  o.cuda_graphs = mode != Mode::Default;
+  o.tuning = mode == Mode::MaxAutotune ? Tuning::Tune : Tuning::Cached;
+  return o;
 }
 
 struct Model::Impl {
@@ -86,6 +107,7 @@ template <class D> struct ModelImpl final : Model::Impl {
   Tensor<i32> rowSeq, rowPos, starts, lengths, lastRows; // a packed prefill
   Tensor<i32> next, pos; // [B] a decode step's tokens and positions, on the device
 
+  std::set<std::pair<int64_t, int64_t>> configured; // row buckets configureFor has seen
   std::optional<cuda::Graph> graph;
   std::string graphKey;
   std::unique_ptr<cuda::Stream> stream;
@@ -136,34 +158,49 @@ template <class D> struct ModelImpl final : Model::Impl {
     return Tensor<D>(target, std::move(shape), std::span<const H>(host));
   }
 
-  /// One transformer block from its host parameters (hostLayer's order).
-  nn::TransformerBlock<D> makeLayer(const std::vector<std::vector<H>> &p, int B) {
+  /// One transformer block from its host parameters (hostLayer's order),
+  /// with decode-step kernels for embedding width CW (0: none).
+  template <int CW>
+  using Widths = std::conditional_t<CW == 0, nn::Widths<>, nn::Widths<CW>>;
+
+  template <int CW> nn::TransformerBlock<D> makeLayer(const std::vector<std::vector<H>> &p, int B) {
+    using W1 = Widths<CW>;      // the decode kernels' input widths: C
+    using W4 = Widths<4 * CW>;  // and 4C
     int64_t C = cfg.n_embd;
-    bool dc = p.size() > 12; // the [N, K] copies for decode steps
-    auto decodeCopy = [&](std::size_t i, nn::Shape s) { return dc ? upload(p[i], s) : Tensor<D>{}; };
+    auto decodeCopy = [&](std::size_t i, nn::Shape s) { return CW ? upload(p.at(i), s) : Tensor<D>{}; };
     nn::LayerNorm<D> ln1(ctx, upload(p[0], {C}), upload(p[1], {C}));
     nn::Linear<D, Epilogue::BiasResidual> attnProj(ctx, upload(p[4], {C, C}), upload(p[5], {C}),
-                                                   decodeCopy(13, {C, C}), {"attn_proj"});
+                                                   decodeCopy(13, {C, C}), {"attn_proj"}, W1{});
     nn::CausalSelfAttention<D> attn(ctx, std::move(ln1), upload(p[2], {C, 3 * C}),
                                     upload(p[3], {3 * C}), decodeCopy(12, {3 * C, C}),
                                     std::move(attnProj), cfg.n_head,
-                                    nn::KvCache<D>(target, B, Tmax, C));
+                                    nn::KvCache<D>(target, B, Tmax, C), W1{});
     nn::LayerNorm<D> ln2(ctx, upload(p[6], {C}), upload(p[7], {C}));
     nn::NormLinear<D, Epilogue::BiasGelu> fc(ctx, std::move(ln2), upload(p[8], {C, 4 * C}),
                                              upload(p[9], {4 * C}), decodeCopy(14, {4 * C, C}),
-                                             {"fc_gelu"});
+                                             {"fc_gelu"}, W1{});
     nn::Linear<D, Epilogue::BiasResidual> mlpProj(ctx, upload(p[10], {4 * C, C}),
                                                   upload(p[11], {C}), decodeCopy(15, {C, 4 * C}),
-                                                  {"mlp_proj"});
+                                                  {"mlp_proj"}, W4{});
     return nn::TransformerBlock<D>(std::move(attn), nn::Mlp<D>(std::move(fc), std::move(mlpProj)));
   }
+
+  /// Embedding widths whose layers get decode-step kernels (and hence the
+  /// [N, K] copies of their matrices): GPT-2's four sizes, and 64 for tests.
+  using DecodeWidths = std::integer_sequence<int, 64, 768, 1024, 1280, 1600>;
 
   ModelImpl(const Weights &w, const Target &t, Precision p, ModelOptions o)
       : Impl(w.config, t, p, o), ctx(t) {
     cfg.validate();
+    int64_t C = cfg.n_embd;
+    if (!nn::detail::withWidth(C, [&]<int CW>() { build<CW>(w); }, DecodeWidths{}))
+      build<0>(w);
+  }
+
+  template <int CW> void build(const Weights &w) {
     auto started = std::chrono::steady_clock::now();
-    int64_t C = cfg.n_embd, V = cfg.vocab_size, B = std::max(1, o.max_batch);
-    bool decodeCopies = decodeWidth(int(C));
+    int64_t C = cfg.n_embd, V = cfg.vocab_size, B = std::max(1, opts.max_batch);
+    constexpr bool decodeCopies = CW != 0;
     requireMemory(int(B), decodeCopies);
     // Host-side conversion (and transposition) of a few layers ahead runs
     // in parallel with the uploads of the current one.
@@ -171,7 +208,7 @@ template <class D> struct ModelImpl final : Model::Impl {
     std::vector<std::future<std::vector<std::vector<H>>>> ahead;
     auto schedule = [&](std::size_t i) {
       if (i < w.layers.size())
-        ahead.push_back(std::async(std::launch::async, [&w, i, decodeCopies] {
+        ahead.push_back(std::async(std::launch::async, [&w, i] {
           return hostLayer(w.layers[i], decodeCopies);
         }));
     };
@@ -181,11 +218,11 @@ template <class D> struct ModelImpl final : Model::Impl {
     embedding.emplace(ctx, wte, upload(hostCopy(w.wpe), {cfg.n_ctx, C}));
     for (std::size_t i = 0; i < w.layers.size(); ++i) {
       schedule(i + kAhead);
-      layers.push_back(makeLayer(ahead[i].get(), int(B)));
+      layers.push_back(makeLayer<CW>(ahead[i].get(), int(B)));
     }
     nn::LayerNorm<D> lnf(ctx, upload(hostCopy(w.ln_f_w), {C}), upload(hostCopy(w.ln_f_b), {C}));
     lmHead.emplace(ctx, std::move(lnf), upload(hostCopy(w.wte, /*transposed=*/true), {C, V}),
-                   decodeCopies ? wte : Tensor<D>{});
+                   decodeCopies ? wte : Tensor<D>{}, Widths<CW>{});
     gather.emplace(ctx);
     sampler.emplace(ctx);
 
@@ -206,12 +243,39 @@ template <class D> struct ModelImpl final : Model::Impl {
     auto prepared = std::chrono::steady_clock::now();
     info.prepare_seconds = std::chrono::duration<double>(prepared - started).count();
     ctx.compile();
-    for (const nn::KernelRecord &k : ctx.kernels())
-      info.kernels.push_back(
-          {k.name, k.role, k.compile_seconds, k.from_cache, k.num_warps, k.num_stages});
+    recordKernels();
     info.compile_seconds = ctx.compile_seconds();
     info.kernels_seconds =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - prepared).count();
+  }
+
+  void recordKernels() {
+    info.kernels.clear();
+    for (const nn::KernelRecord &k : ctx.kernels())
+      info.kernels.push_back({k.name, k.role, k.compile_seconds, k.from_cache, k.num_warps,
+                              k.num_stages, k.source});
+    info.tuning_seconds = ctx.tuning_seconds();
+  }
+
+  /// Configures the prefill products for R packed rows (and the head for
+  /// `headRows`): tunes them (Tuning::Tune) or looks up persisted winners
+  /// (Tuning::Cached), once per row bucket. Tuning overwrites the
+  /// activations, so it runs before a prefill writes them.
+  void configureFor(int64_t R, int64_t headRows) {
+    if (opts.tuning == Tuning::Heuristic)
+      return;
+    bool cachedOnly = opts.tuning == Tuning::Cached;
+    using Head = nn::Linear<D, Epilogue::None>;
+    int64_t rows = std::min(Head::rows_bucket(R), x.dim(0));
+    int64_t head = std::min(Head::rows_bucket(headRows), std::min(ws.normed.dim(0), logitsBuf.dim(0)));
+    if (configured.count({rows, head}))
+      return;
+    configured.insert({rows, head});
+    nn::Workspace<D> w = ws.rows(rows);
+    for (nn::TransformerBlock<D> &layer : layers)
+      layer.tune(ctx, x.rows(0, rows), w, cachedOnly);
+    lmHead->tune(ctx, ws.normed.rows(0, head), logitsBuf.rows(0, head), cachedOnly);
+    recordKernels();
   }
 
   /// Checks that the parameters, the KV cache and the activations for `B`
@@ -235,9 +299,6 @@ template <class D> struct ModelImpl final : Model::Impl {
       requireHostMemory(bytes, what);
   }
 
-  /// Embedding widths whose layers get decode-step kernels and hence the
-  /// [N, K] copies of their matrices (nn::detail::DecodeWidths has C and 4C).
-  static bool decodeWidth(int C) { return C == 64 || C == 768 || C == 1024 || C == 1280 || C == 1600; }
 
   void checkPrompt(const std::vector<int32_t> &tokens) const {
     if (tokens.empty())
@@ -272,6 +333,7 @@ template <class D> struct ModelImpl final : Model::Impl {
       }
     }
     int64_t R = int64_t(toks.size());
+    configureFor(R, allLogits ? R : n);
     nn::Packing packing{rowSeq.rows(0, R), rowPos.rows(0, R), starts.rows(0, n),
                         lengths.rows(0, n), n, longest};
     tok.rows(0, R).copy_from(toks);

@@ -46,14 +46,19 @@ const char *kUsage = R"(usage: kiln-gpt2 (--model DIR | --llmc FILE | --random S
   --tokenizer DIR      vocab.json + merges.txt or encoder.json + vocab.bpe
                        (default: the model directory, then $KILN_GPT2_VOCAB,
                        then the files the setup step downloaded)
-  --no-graphs          launch decode steps one kernel at a time
-  --explain            print the kernels, their configs, compile times, cache hits,
+  --mode M             default: kernels launched one by one; reduce-overhead (the
+                       default mode): each decode step replayed as a CUDA graph;
+                       max-autotune: also tune every prefill product for this GPU
+                       and prompt shape first (winners persist for later runs)
+  --no-graphs          launch decode steps one kernel at a time (as --mode default)
+  --explain            print the kernels, their configs and where each came from
+                       (heuristic, tuned, tuning cache), compile times, cache hits,
                        launches and graphs per decode step
   --help
 )";
 
 struct Args {
-  std::string model, llmc, random, device, precision, tokenizer;
+  std::string model, llmc, random, device, precision, tokenizer, mode = "reduce-overhead";
   std::vector<std::string> prompts;
   int maxNew = 64, batch = 1, maxSeq = 0;
   double temperature = 0, topP = 1;
@@ -87,12 +92,18 @@ Args parse(int argc, char **argv) {
   app.add_option("--precision", a.precision);
   app.add_option("--tokenizer", a.tokenizer);
   app.add_flag("--explain", a.explain);
+  app.add_option("--mode", a.mode);
   bool noGraphs = false;
   app.add_flag("--no-graphs", noGraphs);
   tool::parse(app, argc, argv);
   a.graphs = !noGraphs;
   if (a.help)
     return a;
+  try {
+    gpt2::parse_mode(a.mode);
+  } catch (const Error &) {
+    throw UsageError("--mode: unknown mode '" + a.mode + "' (default, reduce-overhead or max-autotune)");
+  }
   if (a.temperature < 0)
     throw UsageError("--temperature must be >= 0");
   if (!(a.topP > 0 && a.topP <= 1))
@@ -238,7 +249,8 @@ int main(int argc, char **argv) {
     gpt2::ModelOptions mo;
     mo.max_batch = int(prompts.size());
     mo.max_seq = a.maxSeq;
-    mo.cuda_graphs = a.graphs;
+    mo = gpt2::apply_mode(gpt2::parse_mode(a.mode), mo);
+    mo.cuda_graphs = mo.cuda_graphs && a.graphs;
     gpt2::Model model(weights, target, precision, mo);
     double readySeconds = seconds();
 
@@ -282,14 +294,19 @@ int main(int argc, char **argv) {
                 << "model: " << weights.config.describe() << "\n"
                 << "device: " << (device == "cuda" ? cuda::device_name() : "cpu") << ", precision "
                 << gpt2::to_string(precision) << ", " << prompts.size() << " sequence(s)\n"
+                << "mode: " << a.mode << "\n"
                 << "kernels (" << e.kernels.size() << ", " << e.compile_seconds
-                << " s of compilation summed over kernels compiled in parallel):\n";
+                << " s of compilation summed over kernels compiled in parallel, " << e.tuning_seconds
+                << " s tuning):\n";
       for (const auto &k : e.kernels) {
         std::cerr << "  " << k.role << ": " << k.name;
         if (device == "cuda")
           std::cerr << " (" << k.num_warps << " warps, " << k.num_stages << " stages)";
-        std::cerr << "  " << (k.from_cache ? "cache hit" : "compiled") << " in "
-                  << k.compile_seconds * 1e3 << " ms\n";
+        if (k.source == "heuristic")
+          std::cerr << "  heuristic, " << (k.from_cache ? "cache hit" : "compiled") << " in "
+                    << k.compile_seconds * 1e3 << " ms\n";
+        else
+          std::cerr << "  " << k.source << " in " << k.compile_seconds * 1e3 << " ms\n";
       }
       std::cerr << "prefill: " << e.launches_per_prefill << " launches per prompt\n"
                 << "decode step: " << e.launches_per_decode_step << " launches"

@@ -58,6 +58,8 @@ public:
 private:
   friend Tuned autotune_candidates(const std::string &, const Target &, const std::string &,
                                    std::vector<TuneCandidate>, const std::function<bool(const std::string &)> &);
+  friend std::optional<Tuned> autotune_cached(const std::string &, const Target &, const std::string &,
+                                              std::vector<TuneCandidate> &);
   std::unique_ptr<CompiledKernel> kernel_;
   std::function<void(const CompiledKernel &)> run_;
   std::string label_;
@@ -71,6 +73,12 @@ private:
 Tuned autotune_candidates(const std::string &family, const Target &target, const std::string &key,
                           std::vector<TuneCandidate> candidates,
                           const std::function<bool(const std::string &)> &prune = {});
+
+/// The winner persisted for these candidates and key, compiled (usually a
+/// kernel-cache hit); nothing when none was persisted or it no longer
+/// compiles. Never tunes.
+std::optional<Tuned> autotune_cached(const std::string &family, const Target &target,
+                                     const std::string &key, std::vector<TuneCandidate> &candidates);
 
 /// Where winners are persisted: $KILN_CACHE_DIR/tuning (see KernelCache).
 std::string tuning_directory();

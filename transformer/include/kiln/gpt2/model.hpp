@@ -26,11 +26,31 @@ enum class Precision { F32, F16, BF16 };
 Precision parse_precision(const std::string &name); ///< "fp32", "fp16", "bf16"
 std::string to_string(Precision p);
 
+/// Where the prefill products' configurations (tiles, warps, stages,
+/// schedule) come from.
+enum class Tuning {
+  Heuristic, ///< the blocks' defaults, chosen on an H200
+  Cached,    ///< a winner an earlier tuning persisted for this GPU and shape, else the default
+  Tune,      ///< tune each new prefill shape on first use (and persist the winners)
+};
+
 struct ModelOptions {
   int max_batch = 1;
   int max_seq = 0; ///< KV-cache length per sequence; 0: the model's context
   bool cuda_graphs = true;
+  Tuning tuning = Tuning::Cached;
 };
+
+/// torch.compile's modes, kiln's way:
+///   default          cached or heuristic configurations, kernels launched one by one
+///   reduce-overhead  the same, each decode step replayed as one CUDA graph
+///   max-autotune     every prefill product tuned for this GPU and each new
+///                    prompt shape (persisted), then CUDA graphs
+enum class Mode { Default, ReduceOverhead, MaxAutotune };
+Mode parse_mode(const std::string &name); ///< "default", "reduce-overhead", "max-autotune"
+std::string to_string(Mode m);
+/// `options` with the graphs and tuning of `mode`.
+ModelOptions apply_mode(Mode mode, ModelOptions options);
 
 struct GenerateOptions {
   int max_new_tokens = 64;
@@ -54,6 +74,7 @@ struct Explain {
     double compile_seconds;
     bool from_cache;
     int num_warps, num_stages;
+    std::string source; ///< "heuristic", "tuned" or "tuning cache"
   };
   std::vector<KernelInfo> kernels;
   int launches_per_decode_step = 0;
@@ -63,6 +84,7 @@ struct Explain {
   double compile_seconds = 0;
   double prepare_seconds = 0; ///< wall time converting, transposing and copying the weights
   double kernels_seconds = 0; ///< wall time getting every kernel ready (compile or cache)
+  double tuning_seconds = 0;  ///< compiling and timing candidates, or reading winners back
 };
 
 /// Where the time of one decode step goes (Model::profile_decode).

@@ -27,6 +27,7 @@
 #include "kiln/nn/context.hpp"
 #include "kiln/nn/tensor.hpp"
 
+#include "kiln/autotuner/space.hpp"
 #include "kiln/ops/attention.hpp"
 #include "kiln/ops/decoder.hpp"
 #include "kiln/ops/gemv.hpp"
@@ -34,6 +35,9 @@
 #include "kiln/ops/matmul.hpp"
 
 #include <cmath>
+#include <initializer_list>
+#include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <utility>
@@ -47,6 +51,17 @@ enum class Epilogue { None, Bias, BiasGelu, BiasResidual };
 /// Decode-step kernels run up to this many rows; more rows take the
 /// prefill kernels.
 inline constexpr int kDecodeRows = 8;
+
+/// Input widths K for which a block builds decode-step kernels. K is a
+/// compile-time constant of those kernels (it fixes their loop over the
+/// weight's rows), so a block instantiates them only for the widths it is
+/// given: GPT-2 124M passes nn::Widths<768>{} to its attention and its MLP's
+/// first product and nn::Widths<3072>{} to the MLP's second. A block given
+/// a decode copy of its weight (`weight_t`) whose input width is not among
+/// them refuses it.
+template <int... K> struct Widths {
+  using sequence = std::integer_sequence<int, K...>;
+};
 
 namespace detail {
 
@@ -81,20 +96,17 @@ constexpr ops::DecodeEpilogue decodeEpilogue(Epilogue e) {
   return ops::DecodeEpilogue::None;
 }
 
-/// Input widths K with decode-step kernels (K is a compile-time constant of
-/// theirs): GPT-2's embedding widths, four times them (the MLP's second
-/// product), and 64 and 256 for small test models. Other widths decode with
-/// the prefill kernels.
-using DecodeWidths =
-    std::integer_sequence<int, 64, 256, 768, 1024, 1280, 1600, 3072, 4096, 5120, 6400>;
-
-/// Calls f.template operator()<K>() for the decode width equal to `k`;
+/// Calls f.template operator()<K>() for the width K in W... equal to `k`;
 /// returns false when there is none.
-template <class F, int... W> bool withDecodeWidth(int64_t k, F &&f, std::integer_sequence<int, W...>) {
+template <class F, int... W> bool withWidth(int64_t k, F &&f, std::integer_sequence<int, W...>) {
   return ((k == W ? (f.template operator()<W>(), true) : false) || ...);
 }
-template <class F> bool withDecodeWidth(int64_t k, F &&f) {
-  return withDecodeWidth(k, std::forward<F>(f), DecodeWidths{});
+
+inline std::string widthList(std::initializer_list<int> ws) {
+  std::string s;
+  for (int w : ws)
+    s += (s.empty() ? "" : ", ") + std::to_string(w);
+  return s.empty() ? "none" : s;
 }
 
 inline std::string shapeName(const char *block, int64_t in, int64_t out) {
@@ -181,7 +193,7 @@ struct LinearOptions {
   std::string role = "linear"; ///< the kernels' name in --explain and profiles
   /// Decode-step kernels for 1 row (`decode_rows` >= 1) and for up to
   /// kDecodeRows rows (`decode_rows` == kDecodeRows); 0: none. They need
-  /// the weight as [N, K] (`weight_t`) and K among the decode widths.
+  /// the weight as [N, K] (`weight_t`) and K among the block's nn::Widths.
   int decode_rows = kDecodeRows;
 };
 
@@ -210,8 +222,9 @@ template <class D, Epilogue E> class Linear {
   static constexpr int64_t kFewTiles = 264;
 
 public:
+  template <int... W>
   Linear(Context &ctx, Tensor<D> weight, Tensor<D> bias = {}, Tensor<D> weight_t = {},
-         LinearOptions options = {})
+         LinearOptions options = {}, Widths<W...> = {})
       : weight_(std::move(weight)), bias_(std::move(bias)), weightT_(std::move(weight_t)),
         options_(std::move(options)), gpu_(ctx.gpu()) {
     expect(weight_, {kAny, kAny}, "nn::Linear", "weight");
@@ -239,7 +252,10 @@ public:
     }
     if (options_.decode_rows > 0 && !weightT_.empty()) {
       expect(weightT_, {out_features(), in_features()}, name_, "weight_t");
-      detail::withDecodeWidth(in_features(), [&]<int K>() { requestDecode<K>(ctx); });
+      if (!detail::withWidth(in_features(), [&]<int K>() { requestDecode<K>(ctx); },
+                             typename Widths<W...>::sequence{}))
+        throw Error(name_ + ": decode kernels for " + std::to_string(in_features()) +
+                    " input features were not built (nn::Widths: " + detail::widthList({W...}) + ")");
     }
   }
 
@@ -248,6 +264,83 @@ public:
   const Tensor<D> &weight() const { return weight_; }
   const Tensor<D> &bias() const { return bias_; }
   const std::string &name() const { return name_; }
+
+  /// Rows a tuned configuration serves: products of M rows use the one
+  /// tuned for rows_bucket(M), the next power of two from 16.
+  static int64_t rows_bucket(int64_t rows) {
+    int64_t b = 16;
+    while (b < rows)
+      b *= 2;
+    return b;
+  }
+
+  /// The prefill product's search spaces (the GPU's, the CPU's): the
+  /// block's tiles times warps, stages and schedules, pruned at compile time
+  /// by tuning::feasible.
+  static constexpr auto space() {
+    namespace hana = boost::hana;
+    auto gpuSpace = tuning::product(hana::tuple_t<Big, Small>, tuning::kWarps, tuning::kStages,
+                                    tuning::kSchedules);
+    auto cpuSpace = tuning::product(hana::tuple_t<Cpu>, tuning::kWarps, tuning::kStages,
+                                    tuning::kSchedules);
+    return hana::make_pair(gpuSpace, cpuSpace);
+  }
+
+  /// Tunes the product for x.dim(0) rows (x [M, K], out [M, N]; both
+  /// overwritten; for BiasResidual out is also the residual) on this GPU:
+  /// every candidate of space() is compiled and timed, and products of
+  /// rows_bucket(M) rows launch the winner from then on. Winners persist
+  /// per (candidates, shape, GPU, compiler): a later process reads them
+  /// back and compiles only the winner. With `cached_only` nothing is
+  /// timed: a persisted winner is used if there is one. Rows that run the
+  /// decode kernels are not tuned.
+  void tune(Context &ctx, const Tensor<D> &x, const Tensor<D> &out, bool cached_only = false) {
+    expect(x, {kAny, in_features()}, name_, "x");
+    expect(out, {x.dim(0), out_features()}, name_, "out");
+    int64_t M = x.dim(0), bucket = rows_bucket(M);
+    if (decodes(M) || tuned_.count(bucket))
+      return;
+    std::map<std::string, TunedLaunch> launchers;
+    auto tuneIn = [&](auto candidates) {
+      tuning::for_each_candidate(candidates, ctx.target(), [&]<class K>(const CompileOptions &, const std::string &label) {
+        launchers[label] = [](const CompiledKernel &k, const Linear &self, Context &c, const Tensor<D> &xx,
+                              const Tensor<D> *res, const Tensor<D> &o) {
+          self.withMatmulArgs<K>(xx, res, o, [&](const Grid &g, const auto &...a) {
+            static_cast<const Kernel<K> &>(k).launch(g, a...);
+          });
+          c.count_launch(self.options_.role);
+        };
+      });
+      std::string key = options_.role + " " + std::to_string(bucket) + "x" +
+                        std::to_string(in_features()) + "x" + std::to_string(out_features());
+      auto launch = [this, x, out](const auto &k) {
+        using K = typename std::decay_t<decltype(k)>::kernel_type;
+        withMatmulArgs<K>(x, &out, out, [&](const Grid &g, const auto &...a) { k.launch(g, a...); });
+      };
+      return ctx.tuned(key + " " + typeid(Big).name() + (cached_only ? " cached" : ""),
+                       options_.role, [&]() -> std::optional<Tuned> {
+                         if (cached_only)
+                           return tuning::cached(candidates, ctx.target(), key, launch);
+                         return tuning::autotune(candidates, ctx.target(), key, launch);
+                       });
+    };
+    auto spaces = space();
+    std::shared_ptr<const Tuned> t =
+        gpu_ ? tuneIn(boost::hana::first(spaces)) : tuneIn(boost::hana::second(spaces));
+    if (!t)
+      return;
+    auto found = launchers.find(t->label());
+    if (found == launchers.end())
+      throw Error(name_ + ": the tuned kernel " + t->label() + " is not in this block's space");
+    tuned_[bucket] = {t, found->second};
+  }
+
+  /// The tuned kernel products of `rows` rows launch; null when they run
+  /// the decode kernels or the heuristic's tiles.
+  const Tuned *tuned_for(int64_t rows) const {
+    auto t = tuned_.find(rows_bucket(rows));
+    return decodes(rows) || t == tuned_.end() ? nullptr : t->second.tuned.get();
+  }
 
   /// True when `rows` rows run on the decode-step kernels.
   bool decodes(int64_t rows) const {
@@ -304,17 +397,23 @@ private:
       out.data(), int(x.dim(0)), N, 1e-5f);
   }
 
-  template <class KK>
-  void launchMatmul(Context &ctx, const Handle<KK> &k, const Tensor<D> &x, const Tensor<D> *res,
-                    const Tensor<D> &out) const {
+  /// Calls f(grid, args...) with a product's launch for kernel KK.
+  template <class KK, class F>
+  void withMatmulArgs(const Tensor<D> &x, const Tensor<D> *res, const Tensor<D> &out, F &&f) const {
     int M = int(x.dim(0)), N = int(out_features()), K = int(in_features());
     Grid g(ceil_div(M, KK::BM), ceil_div(N, KK::BN));
     if constexpr (E == Epilogue::None)
-      k(ctx, g, x.data(), weight_.data(), out.data(), M, N, K, K, N, N);
+      f(g, x.data(), weight_.data(), out.data(), M, N, K, K, N, N);
     else if constexpr (E == Epilogue::BiasResidual)
-      k(ctx, g, x.data(), weight_.data(), bias_.data(), res->data(), out.data(), M, N, K, K, N, N);
+      f(g, x.data(), weight_.data(), bias_.data(), res->data(), out.data(), M, N, K, K, N, N);
     else
-      k(ctx, g, x.data(), weight_.data(), bias_.data(), out.data(), M, N, K, K, N, N);
+      f(g, x.data(), weight_.data(), bias_.data(), out.data(), M, N, K, K, N, N);
+  }
+
+  template <class KK>
+  void launchMatmul(Context &ctx, const Handle<KK> &k, const Tensor<D> &x, const Tensor<D> *res,
+                    const Tensor<D> &out) const {
+    withMatmulArgs<KK>(x, res, out, [&](const Grid &g, const auto &...a) { k(ctx, g, a...); });
   }
 
   void run(Context &ctx, const Tensor<D> &x, const Tensor<D> *res, const Tensor<D> &out) const {
@@ -325,6 +424,8 @@ private:
       return decode1_(*this, ctx, x, res, out);
     if (M > 1 && M <= kDecodeRows && decode8_)
       return decode8_(*this, ctx, x, res, out);
+    if (auto t = tuned_.find(rows_bucket(M)); t != tuned_.end())
+      return t->second.launch(t->second.tuned->kernel(), *this, ctx, x, res, out);
     if (!gpu_)
       return kPlain && M <= 16 ? launchMatmul(ctx, *cpuFew_, x, res, out)
                                : launchMatmul(ctx, *cpu_, x, res, out);
@@ -344,6 +445,13 @@ private:
   std::optional<Handle<Cpu>> cpu_;
   std::optional<Handle<CpuFew>> cpuFew_;
   Launch decode1_, decode8_;
+  using TunedLaunch = std::function<void(const CompiledKernel &, const Linear &, Context &,
+                                         const Tensor<D> &, const Tensor<D> *, const Tensor<D> &)>;
+  struct Tuning {
+    std::shared_ptr<const Tuned> tuned;
+    TunedLaunch launch;
+  };
+  std::map<int64_t, Tuning> tuned_; ///< by rows_bucket
 };
 
 /// `out = E(layernorm(x) @ weight)`. A prefill normalises into a scratch
@@ -352,8 +460,9 @@ private:
 /// the weight.
 template <class D, Epilogue E> class NormLinear {
 public:
+  template <int... W>
   NormLinear(Context &ctx, LayerNorm<D> ln, Tensor<D> weight, Tensor<D> bias, Tensor<D> weight_t,
-             LinearOptions options = {})
+             LinearOptions options = {}, Widths<W...> = {})
       : ln_(std::move(ln)), linear_(ctx, std::move(weight), std::move(bias), weight_t,
                                     LinearOptions{options.role, 0}) {
     if (ln_.features() != linear_.in_features())
@@ -361,7 +470,7 @@ public:
                   " features before " + linear_.name());
     if (options.decode_rows > 0 && !weight_t.empty()) {
       weightT_ = std::move(weight_t);
-      detail::withDecodeWidth(linear_.in_features(), [&]<int K>() {
+      bool built = detail::withWidth(linear_.in_features(), [&]<int K>() {
         constexpr auto DE = detail::decodeEpilogue(E);
         auto one = ctx.kernel<ops::DecodeLinear<D, 1, 8, K, 256, true, DE>>(options.role + "_decode1");
         auto eight = ctx.kernel<ops::DecodeLinear<D, kDecodeRows, 4, K, 256, true, DE>>(options.role + "_decode8");
@@ -372,11 +481,19 @@ public:
           else
             self.launch(c, eight, x, out);
         };
-      });
+      }, typename Widths<W...>::sequence{});
+      if (!built)
+        throw Error(linear_.name() + ": decode kernels for " +
+                    std::to_string(linear_.in_features()) +
+                    " input features were not built (nn::Widths: " + detail::widthList({W...}) + ")");
     }
   }
   const LayerNorm<D> &layernorm() const { return ln_; }
   const Linear<D, E> &linear() const { return linear_; }
+  /// Tunes the prefill product (Linear::tune) on normed [M, K] and out [M, N].
+  void tune(Context &ctx, const Tensor<D> &normed, const Tensor<D> &out, bool cached_only = false) {
+    linear_.tune(ctx, normed, out, cached_only);
+  }
 
   void operator()(Context &ctx, const Tensor<D> &x, const Tensor<D> &normed, const Tensor<D> &out) const
     requires(E != Epilogue::BiasResidual)
@@ -470,9 +587,10 @@ template <class D> class CausalSelfAttention {
 public:
   static constexpr int kChunk = 32, kMaxSplits = 32;
 
+  template <int... W>
   CausalSelfAttention(Context &ctx, LayerNorm<D> ln, Tensor<D> w_qkv, Tensor<D> b_qkv,
                       Tensor<D> w_qkv_t, Linear<D, Epilogue::BiasResidual> proj, int heads,
-                      KvCache<D> cache)
+                      KvCache<D> cache, Widths<W...> = {})
       : qkv_(ctx, std::move(ln), std::move(w_qkv), std::move(b_qkv), Tensor<D>{},
              LinearOptions{"qkv", 0}),
         qkvT_(std::move(w_qkv_t)), proj_(std::move(proj)), heads_(heads), cache_(std::move(cache)) {
@@ -501,7 +619,7 @@ public:
     }
     if (!qkvT_.empty()) {
       expect(qkvT_, {3 * C, C}, name, "w_qkv_t");
-      detail::withDecodeWidth(C, [&]<int K>() {
+      bool built = detail::withWidth(C, [&]<int K>() {
         auto one = ctx.kernel<ops::DecodeQkv<D, 1, 8, K, 256>>("decode_qkv1");
         auto eight = ctx.kernel<ops::DecodeQkv<D, kDecodeRows, 4, K, 256>>("decode_qkv8");
         decodeQkv_ = [one, eight](const CausalSelfAttention &self, Context &c, const Tensor<D> &x,
@@ -511,7 +629,10 @@ public:
           else
             self.launchDecodeQkv(c, eight, x, pos, qkv);
         };
-      });
+      }, typename Widths<W...>::sequence{});
+      if (!built)
+        throw Error(name + ": decode kernels for " + std::to_string(C) +
+                    " features were not built (nn::Widths: " + detail::widthList({W...}) + ")");
     }
   }
 
@@ -521,6 +642,13 @@ public:
   const KvCache<D> &cache() const { return cache_; }
   /// Programs per (sequence, head) of a decode step's attention.
   int64_t splits() const { return ceil_div(cache_.context(), kChunk); }
+
+  /// Tunes the QKV and projection products for x.dim(0) rows, overwriting
+  /// x and the workspace.
+  void tune(Context &ctx, const Tensor<D> &x, const Workspace<D> &ws, bool cached_only = false) {
+    qkv_.tune(ctx, ws.normed, ws.qkv, cached_only);
+    proj_.tune(ctx, ws.att, x, cached_only);
+  }
 
   /// A packed prefill of x [R, C]; fills the cache rows of its prompts.
   void prefill(Context &ctx, const Tensor<D> &x, const Packing &p, const Workspace<D> &ws) const {
@@ -613,6 +741,11 @@ public:
     fc_(ctx, x, ws.normed, ws.hidden);
     proj_(ctx, ws.hidden, x, x);
   }
+  /// Tunes both products for x.dim(0) rows, overwriting x and the workspace.
+  void tune(Context &ctx, const Tensor<D> &x, const Workspace<D> &ws, bool cached_only = false) {
+    fc_.tune(ctx, ws.normed, ws.hidden, cached_only);
+    proj_.tune(ctx, ws.hidden, x, cached_only);
+  }
 
 private:
   NormLinear<D, Epilogue::BiasGelu> fc_;
@@ -625,6 +758,13 @@ public:
   TransformerBlock(CausalSelfAttention<D> attn, Mlp<D> mlp)
       : attn_(std::move(attn)), mlp_(std::move(mlp)) {}
   const CausalSelfAttention<D> &attention() const { return attn_; }
+
+  /// Tunes the block's products for x.dim(0) rows (Linear::tune), overwriting
+  /// x and the workspace.
+  void tune(Context &ctx, const Tensor<D> &x, const Workspace<D> &ws, bool cached_only = false) {
+    attn_.tune(ctx, x, ws, cached_only);
+    mlp_.tune(ctx, x, ws, cached_only);
+  }
 
   void prefill(Context &ctx, const Tensor<D> &x, const Packing &p, const Workspace<D> &ws) const {
     attn_.prefill(ctx, x, p, ws);
@@ -664,10 +804,16 @@ private:
 /// wins at 8 rows (71 us against 95).
 template <class D> class LmHead {
 public:
-  LmHead(Context &ctx, LayerNorm<D> ln_f, Tensor<D> wte_t, Tensor<D> wte)
+  template <int... W>
+  LmHead(Context &ctx, LayerNorm<D> ln_f, Tensor<D> wte_t, Tensor<D> wte, Widths<W...> widths = {})
       : ln_(std::move(ln_f)),
-        linear_(ctx, std::move(wte_t), Tensor<D>{}, std::move(wte), LinearOptions{"lm_head", 1}) {}
+        linear_(ctx, std::move(wte_t), Tensor<D>{}, std::move(wte), LinearOptions{"lm_head", 1},
+                widths) {}
   int64_t vocab() const { return linear_.out_features(); }
+  /// Tunes the head's product for normed.dim(0) rows (both tensors overwritten).
+  void tune(Context &ctx, const Tensor<D> &normed, const Tensor<D> &logits, bool cached_only = false) {
+    linear_.tune(ctx, normed, logits, cached_only);
+  }
 
   /// logits [R, V] of x [R, C], normalising into `normed` [R, C].
   void operator()(Context &ctx, const Tensor<D> &x, const Tensor<D> &normed, const Tensor<D> &logits) const {

@@ -16,6 +16,7 @@
 //===----------------------------------------------------------------------===//
 #pragma once
 
+#include "kiln/autotuner/autotune.hpp"
 #include "kiln/kiln.hpp"
 
 #include <functional>
@@ -61,6 +62,10 @@ struct KernelRecord {
   double compile_seconds = 0;
   bool from_cache = false;
   int num_warps = 0, num_stages = 0;
+  /// Where the configuration came from: "heuristic" (the block's default
+  /// for this GPU), "tuned" (timed on this GPU by this process), or
+  /// "tuning cache" (an earlier tuning's winner, read from disk).
+  std::string source = "heuristic";
 };
 
 class Context {
@@ -91,10 +96,25 @@ public:
       Kernel<K> k = kiln::compile<K>(target_, options);
       std::lock_guard<std::mutex> lock(mutex_);
       records_.push_back({k.name(), role, k.compile_seconds(), k.from_cache(), options.num_warps,
-                          options.num_stages});
+                          options.num_stages, "heuristic"});
       slot->emplace(std::move(k));
     });
     return h;
+  }
+
+  /// A tuned kernel shared by every block that tunes the same product
+  /// (`key`: role, kernel family and shape): tune() runs once per context
+  /// and key; null when it found nothing (a cache-only lookup).
+  std::shared_ptr<const Tuned> tuned(const std::string &key, const std::string &role,
+                                     const std::function<std::optional<Tuned>()> &tune);
+  /// Seconds spent tuning (compiling and timing candidates) in this context.
+  double tuning_seconds() const { return tuningSeconds_; }
+
+  /// Counts a launch made outside a Handle (a tuned kernel) under `role`.
+  void count_launch(const std::string &role) {
+    ++launches_;
+    if (on_launch)
+      on_launch(role);
   }
 
   /// Compiles every kernel asked for since the last call, one per core.
@@ -119,17 +139,17 @@ private:
   std::map<std::string, std::shared_ptr<void>> shared_;
   std::vector<std::function<void()>> pending_;
   std::vector<KernelRecord> records_;
+  std::map<std::string, std::shared_ptr<const Tuned>> tuned_;
   std::mutex mutex_;
   int launches_ = 0;
+  double tuningSeconds_ = 0;
 };
 
 template <class K>
 template <class... A>
 void Handle<K>::operator()(Context &ctx, const Grid &grid, const A &...args) const {
   kernel().launch(grid, args...);
-  ++ctx.launches_;
-  if (ctx.on_launch)
-    ctx.on_launch(role_);
+  ctx.count_launch(role_);
 }
 
 } // namespace kiln::nn

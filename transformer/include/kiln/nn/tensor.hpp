@@ -47,19 +47,10 @@ public:
 
   Tensor() = default;
   /// Zeros of `shape` on `target`.
-  Tensor(const Target &target, Shape shape) : shape_(std::move(shape)) {
-    int64_t n = 1;
-    for (int64_t d : shape_) {
-      if (d < 0)
-        throw Error("nn::Tensor: negative dimension in " + to_string(shape_));
-      n *= d;
-    }
-    storage_ = std::make_shared<Storage>(target.kind == Target::Kind::Cuda, std::size_t(n));
-    data_ = storage_->base();
-  }
+  Tensor(const Target &target, Shape shape) : Tensor(target, std::move(shape), true) {}
   /// `values` (numel of `shape` of them) copied to `target`.
   Tensor(const Target &target, Shape shape, std::span<const host> values)
-      : Tensor(target, std::move(shape)) {
+      : Tensor(target, std::move(shape), false) {
     if (values.size() != std::size_t(numel()))
       throw Error("nn::Tensor: " + std::to_string(values.size()) + " values for shape " +
                   to_string(shape_));
@@ -132,14 +123,27 @@ public:
   }
 
 private:
+  /// Storage for `shape`, zeroed when `zero` (else about to be overwritten).
+  Tensor(const Target &target, Shape shape, bool zero) : shape_(std::move(shape)) {
+    int64_t n = 1;
+    for (int64_t d : shape_) {
+      if (d < 0)
+        throw Error("nn::Tensor: negative dimension in " + to_string(shape_));
+      n *= d;
+    }
+    storage_ = std::make_shared<Storage>(target.kind == Target::Kind::Cuda, std::size_t(n), zero);
+    data_ = storage_->base();
+  }
+
   struct Storage {
     bool gpu;
     std::vector<host> hostData;
     std::unique_ptr<cuda::DeviceBuffer<host>> device;
-    Storage(bool onGpu, std::size_t n) : gpu(onGpu) {
+    Storage(bool onGpu, std::size_t n, bool zero = true) : gpu(onGpu) {
       if (gpu) {
         device = std::make_unique<cuda::DeviceBuffer<host>>(std::max<std::size_t>(n, 1));
-        cuda::memset_device(device->data(), 0, std::max<std::size_t>(n, 1) * sizeof(host));
+        if (zero)
+          cuda::memset_device(device->data(), 0, std::max<std::size_t>(n, 1) * sizeof(host));
       } else {
         hostData.assign(n, host{});
       }
@@ -150,6 +154,22 @@ private:
   host *data_ = nullptr;
   Shape shape_;
 };
+
+/// A row-major [K, N] matrix as [N, K]: the decode copy of a weight
+/// (`weight_t`) that blocks stream in decode steps.
+template <class T> std::vector<T> transpose(std::span<const T> m, int64_t K, int64_t N) {
+  if (int64_t(m.size()) != K * N)
+    throw Error("nn::transpose: " + std::to_string(m.size()) + " values for a [" +
+                std::to_string(K) + ", " + std::to_string(N) + "] matrix");
+  std::vector<T> t(m.size());
+  for (int64_t k = 0; k < K; ++k)
+    for (int64_t n = 0; n < N; ++n)
+      t[std::size_t(n * K + k)] = m[std::size_t(k * N + n)];
+  return t;
+}
+template <class T> std::vector<T> transpose(const std::vector<T> &m, int64_t K, int64_t N) {
+  return transpose(std::span<const T>(m), K, N);
+}
 
 /// A dimension `expect` does not check.
 inline constexpr int64_t kAny = -1;
