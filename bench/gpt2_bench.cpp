@@ -157,6 +157,9 @@ int main(int argc, char **argv) {
     app.add_flag("--compare", compare, "every mode side by side, prompts of 16, 64 and 256 tokens");
     app.add_option("--batch", compareBatch, "sequences per generation with --compare (1)");
     app.add_flag("--cold", cold, "with --compare: an empty kernel and tuning cache per mode");
+    int decodeRows = 8;
+    app.add_option("--decode-kernel-rows", decodeRows,
+                   "steps of up to this many sequences on the decode-step kernels (8, 1 or 0)");
     if (!tool::parse(app, argc, argv))
       return 0;
     gpt2::Mode parsedMode;
@@ -167,6 +170,8 @@ int main(int argc, char **argv) {
     }
     if (compareBatch < 1 || compareBatch > 64)
       throw tool::UsageError("--batch must be between 1 and 64");
+    if (decodeRows != 0 && decodeRows != 1 && decodeRows != 8)
+      throw tool::UsageError("--decode-kernel-rows must be 8, 1 or 0");
     gpt2::Precision prec = gpt2::parse_precision(precision);
     std::string why;
     if (!cuda::available(&why))
@@ -182,6 +187,7 @@ int main(int argc, char **argv) {
     }
     gpt2::ModelOptions mo;
     mo.max_batch = 8;
+    mo.decode_kernel_rows = decodeRows;
     auto t1 = Clock::now();
     gpt2::Model model(w, target, prec, gpt2::apply_mode(parsedMode, mo));
     double setupSeconds = since(t1);
@@ -209,10 +215,10 @@ int main(int argc, char **argv) {
       return 0;
     }
     std::printf(
-        "{\"model\": \"%s\", \"precision\": \"%s\", \"mode\": \"%s\", \"device\": \"%s\", "
-        "\"weights_s\": %.3f, \"setup_s\": %.3f, \"compile_s\": %.3f, \"kernels_from_cache\": %d, \"kernels\": %zu, "
+        "{\"model\": \"%s\", \"precision\": \"%s\", \"mode\": \"%s\", \"decode_kernel_rows\": %d, "
+        "\"device\": \"%s\", \"weights_s\": %.3f, \"setup_s\": %.3f, \"compile_s\": %.3f, \"kernels_from_cache\": %d, \"kernels\": %zu, "
         "\"device_bytes\": %zu, \"runs\": [",
-        size.c_str(), precision.c_str(), mode.c_str(), cuda::device_name().c_str(), weightsSeconds,
+        size.c_str(), precision.c_str(), mode.c_str(), decodeRows, cuda::device_name().c_str(), weightsSeconds,
         setupSeconds, e.compile_seconds,
         int(std::count_if(e.kernels.begin(), e.kernels.end(),
                           [](auto &k) { return k.from_cache; })),

@@ -15,6 +15,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
@@ -286,6 +287,39 @@ TEST_CASE("modes: max-autotune tunes every prefill product once and keeps HF's l
   plain.logits(g.prompt);
   CHECK(roles(plain, "tuning cache") == products);
   CHECK(roles(plain, "tuned").empty());
+}
+
+TEST_CASE("batches decode alike on the decode-step kernels and on the prefill products") {
+  Golden g = readGolden(testData() + "/tiny_golden.json");
+  Weights w = Weights::random(g.config, g.seed);
+  std::vector<int32_t> shortPrompt(g.prompt.begin(), g.prompt.begin() + 3);
+  GenerateOptions go;
+  go.max_new_tokens = 16;
+  go.stop_at_eot = false;
+  std::vector<std::vector<int32_t>> reference;
+  for (int rows : {8, 1, 0}) {
+    CAPTURE(rows);
+    ModelOptions mo;
+    mo.max_batch = 3;
+    mo.decode_kernel_rows = rows;
+    Model model(w, target(), Precision::F32, mo);
+    std::vector<std::string> roles;
+    for (const auto &k : model.explain().kernels)
+      roles.push_back(k.role);
+    auto has = [&](const std::string &r) { return std::find(roles.begin(), roles.end(), r) != roles.end(); };
+    CHECK(has("decode_qkv8") == (rows == 8));
+    CHECK(has("fc_gelu_decode8") == (rows == 8));
+    CHECK(has("mlp_proj_decode8") == (rows == 8));
+    auto out = model.generate({g.prompt, shortPrompt, g.prompt}, go);
+    CHECK(out.at(0) == std::vector<int32_t>(g.greedy.begin(), g.greedy.begin() + 16));
+    if (reference.empty())
+      reference = out;
+    CHECK(out == reference);
+  }
+  ModelOptions bad;
+  bad.decode_kernel_rows = 4;
+  CHECK_THROWS_WITH_AS(Model(w, target(), Precision::F32, bad),
+                       "gpt2: decode_kernel_rows must be 0, 1 or 8 (got 4)", Error);
 }
 
 TEST_CASE("sampling: seeded, top-k 1 is greedy, bad options are refused") {

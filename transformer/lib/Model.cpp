@@ -167,21 +167,22 @@ template <class D> struct ModelImpl final : Model::Impl {
     using W1 = Widths<CW>;      // the decode kernels' input widths: C
     using W4 = Widths<4 * CW>;  // and 4C
     int64_t C = cfg.n_embd;
+    int rows = opts.decode_kernel_rows;
     auto decodeCopy = [&](std::size_t i, nn::Shape s) { return CW ? upload(p.at(i), s) : Tensor<D>{}; };
     nn::LayerNorm<D> ln1(ctx, upload(p[0], {C}), upload(p[1], {C}));
     nn::Linear<D, Epilogue::BiasResidual> attnProj(ctx, upload(p[4], {C, C}), upload(p[5], {C}),
-                                                   decodeCopy(13, {C, C}), {"attn_proj"}, W1{});
+                                                   decodeCopy(13, {C, C}), {"attn_proj", rows}, W1{});
     nn::CausalSelfAttention<D> attn(ctx, std::move(ln1), upload(p[2], {C, 3 * C}),
                                     upload(p[3], {3 * C}), decodeCopy(12, {3 * C, C}),
                                     std::move(attnProj), cfg.n_head,
-                                    nn::KvCache<D>(target, B, Tmax, C), W1{});
+                                    nn::KvCache<D>(target, B, Tmax, C), W1{}, rows);
     nn::LayerNorm<D> ln2(ctx, upload(p[6], {C}), upload(p[7], {C}));
     nn::NormLinear<D, Epilogue::BiasGelu> fc(ctx, std::move(ln2), upload(p[8], {C, 4 * C}),
                                              upload(p[9], {4 * C}), decodeCopy(14, {4 * C, C}),
-                                             {"fc_gelu"}, W1{});
+                                             {"fc_gelu", rows}, W1{});
     nn::Linear<D, Epilogue::BiasResidual> mlpProj(ctx, upload(p[10], {4 * C, C}),
                                                   upload(p[11], {C}), decodeCopy(15, {C, 4 * C}),
-                                                  {"mlp_proj"}, W4{});
+                                                  {"mlp_proj", rows}, W4{});
     return nn::TransformerBlock<D>(std::move(attn), nn::Mlp<D>(std::move(fc), std::move(mlpProj)));
   }
 
@@ -192,6 +193,9 @@ template <class D> struct ModelImpl final : Model::Impl {
   ModelImpl(const Weights &w, const Target &t, Precision p, ModelOptions o)
       : Impl(w.config, t, p, o), ctx(t) {
     cfg.validate();
+    if (o.decode_kernel_rows != 0 && o.decode_kernel_rows != 1 && o.decode_kernel_rows != nn::kDecodeRows)
+      throw Error("gpt2: decode_kernel_rows must be 0, 1 or " + std::to_string(nn::kDecodeRows) + " (got " +
+                  std::to_string(o.decode_kernel_rows) + ")");
     int64_t C = cfg.n_embd;
     if (!nn::detail::withWidth(C, [&]<int CW>() { build<CW>(w); }, DecodeWidths{}))
       build<0>(w);
@@ -334,6 +338,8 @@ template <class D> struct ModelImpl final : Model::Impl {
     }
     int64_t R = int64_t(toks.size());
     configureFor(R, allLogits ? R : n);
+    if (n > opts.decode_kernel_rows)
+      configureFor(n, n); // the decode steps of these n sequences run the products too
     nn::Packing packing{rowSeq.rows(0, R), rowPos.rows(0, R), starts.rows(0, n),
                         lengths.rows(0, n), n, longest};
     tok.rows(0, R).copy_from(toks);

@@ -39,6 +39,10 @@ struct ModelOptions {
   int max_seq = 0; ///< KV-cache length per sequence; 0: the model's context
   bool cuda_graphs = true;
   Tuning tuning = Tuning::Cached;
+  /// Decode steps of up to this many sequences run the decode-step kernels
+  /// (ops::DecodeLinear, ops::DecodeQkv): 8, 1 (batches of 2-8 then run the
+  /// prefill products) or 0 (every step on the prefill products).
+  int decode_kernel_rows = 8;
 };
 
 /// torch.compile's modes, kiln's way:

@@ -470,16 +470,19 @@ public:
                   " features before " + linear_.name());
     if (options.decode_rows > 0 && !weight_t.empty()) {
       weightT_ = std::move(weight_t);
+      decodeRows_ = options.decode_rows >= kDecodeRows ? kDecodeRows : 1;
       bool built = detail::withWidth(linear_.in_features(), [&]<int K>() {
         constexpr auto DE = detail::decodeEpilogue(E);
         auto one = ctx.kernel<ops::DecodeLinear<D, 1, 8, K, 256, true, DE>>(options.role + "_decode1");
-        auto eight = ctx.kernel<ops::DecodeLinear<D, kDecodeRows, 4, K, 256, true, DE>>(options.role + "_decode8");
+        std::optional<Handle<ops::DecodeLinear<D, kDecodeRows, 4, K, 256, true, DE>>> eight;
+        if (decodeRows_ == kDecodeRows)
+          eight = ctx.kernel<ops::DecodeLinear<D, kDecodeRows, 4, K, 256, true, DE>>(options.role + "_decode8");
         decode_ = [one, eight](const NormLinear &self, Context &c, const Tensor<D> &x,
                                const Tensor<D> &out) {
           if (x.dim(0) == 1)
             self.launch(c, one, x, out);
           else
-            self.launch(c, eight, x, out);
+            self.launch(c, *eight, x, out);
         };
       }, typename Widths<W...>::sequence{});
       if (!built)
@@ -498,7 +501,7 @@ public:
   void operator()(Context &ctx, const Tensor<D> &x, const Tensor<D> &normed, const Tensor<D> &out) const
     requires(E != Epilogue::BiasResidual)
   {
-    if (decode_ && x.dim(0) >= 1 && x.dim(0) <= kDecodeRows) {
+    if (decode_ && x.dim(0) >= 1 && x.dim(0) <= decodeRows_) {
       expect(x, {kAny, linear_.in_features()}, linear_.name(), "x");
       expect(out, {x.dim(0), linear_.out_features()}, linear_.name(), "out");
       return decode_(*this, ctx, x, out);
@@ -519,6 +522,7 @@ private:
   LayerNorm<D> ln_;
   Linear<D, E> linear_;
   Tensor<D> weightT_;
+  int decodeRows_ = 0; ///< rows up to which decode_ runs (1 or kDecodeRows)
   std::function<void(const NormLinear &, Context &, const Tensor<D> &, const Tensor<D> &)> decode_;
 };
 
@@ -587,10 +591,12 @@ template <class D> class CausalSelfAttention {
 public:
   static constexpr int kChunk = 32, kMaxSplits = 32;
 
+  /// `decode_rows`: steps of up to this many sequences (1 or kDecodeRows)
+  /// run the fused decode QKV kernel; larger ones the prefill kernels.
   template <int... W>
   CausalSelfAttention(Context &ctx, LayerNorm<D> ln, Tensor<D> w_qkv, Tensor<D> b_qkv,
                       Tensor<D> w_qkv_t, Linear<D, Epilogue::BiasResidual> proj, int heads,
-                      KvCache<D> cache, Widths<W...> = {})
+                      KvCache<D> cache, Widths<W...> = {}, int decode_rows = kDecodeRows)
       : qkv_(ctx, std::move(ln), std::move(w_qkv), std::move(b_qkv), Tensor<D>{},
              LinearOptions{"qkv", 0}),
         qkvT_(std::move(w_qkv_t)), proj_(std::move(proj)), heads_(heads), cache_(std::move(cache)) {
@@ -619,15 +625,18 @@ public:
     }
     if (!qkvT_.empty()) {
       expect(qkvT_, {3 * C, C}, name, "w_qkv_t");
+      decodeRows_ = decode_rows >= kDecodeRows ? kDecodeRows : decode_rows >= 1 ? 1 : 0;
       bool built = detail::withWidth(C, [&]<int K>() {
         auto one = ctx.kernel<ops::DecodeQkv<D, 1, 8, K, 256>>("decode_qkv1");
-        auto eight = ctx.kernel<ops::DecodeQkv<D, kDecodeRows, 4, K, 256>>("decode_qkv8");
+        std::optional<Handle<ops::DecodeQkv<D, kDecodeRows, 4, K, 256>>> eight;
+        if (decodeRows_ == kDecodeRows)
+          eight = ctx.kernel<ops::DecodeQkv<D, kDecodeRows, 4, K, 256>>("decode_qkv8");
         decodeQkv_ = [one, eight](const CausalSelfAttention &self, Context &c, const Tensor<D> &x,
                                   const Tensor<i32> &pos, const Tensor<D> &qkv) {
           if (x.dim(0) == 1)
             self.launchDecodeQkv(c, one, x, pos, qkv);
           else
-            self.launchDecodeQkv(c, eight, x, pos, qkv);
+            self.launchDecodeQkv(c, *eight, x, pos, qkv);
         };
       }, typename Widths<W...>::sequence{});
       if (!built)
@@ -669,7 +678,7 @@ public:
     if (B > cache_.batch())
       throw Error("nn::CausalSelfAttention: " + std::to_string(B) + " sequences; the cache holds " +
                   std::to_string(cache_.batch()));
-    if (decodeQkv_ && B <= kDecodeRows) {
+    if (decodeQkv_ && B <= decodeRows_) {
       decodeQkv_(*this, ctx, x, pos, ws.qkv);
     } else {
       qkv_(ctx, x, ws.normed, ws.qkv);
@@ -726,6 +735,7 @@ private:
   std::function<void(const CausalSelfAttention &, Context &, const Tensor<D> &, const Tensor<i32> &,
                      const Tensor<D> &)>
       decodeQkv_;
+  int decodeRows_ = 0; ///< steps of up to this many sequences run decodeQkv_
 };
 
 /// `x += proj(gelu(fc(layernorm(x))))` with a hidden layer of H features.
