@@ -242,7 +242,7 @@ TEST_CASE("the tiny model's logits and greedy tokens match HF transformers") {
   CHECK(batch.at(2) == batch.at(0));
 }
 
-TEST_CASE("modes: max-autotune tunes every prefill product once and keeps HF's logits") {
+TEST_CASE("modes: max-autotune tunes every kernel of a prefill and a decode step once and keeps HF's logits") {
   CHECK(parse_mode("default") == Mode::Default);
   CHECK(parse_mode("reduce-overhead") == Mode::ReduceOverhead);
   CHECK(to_string(Mode::MaxAutotune) == "max-autotune");
@@ -258,13 +258,18 @@ TEST_CASE("modes: max-autotune tunes every prefill product once and keeps HF's l
   Weights w = Weights::random(g.config, g.seed);
   // Which roles' configurations came from `source`.
   auto roles = [](const Model &m, const std::string &source) {
-    std::vector<std::string> out;
+    std::string out;
     for (const auto &k : m.explain().kernels)
       if (k.source == source)
-        out.push_back(k.role);
+        out += (out.empty() ? "" : " ") + k.role;
     return out;
   };
-  const std::vector<std::string> products{"attn_proj", "fc_gelu", "lm_head", "mlp_proj", "qkv"};
+  // A prefill's kernels: attention, the layernorm (one kernel for all 25),
+  // the products.
+  const std::string products = "attention_prefill attn_proj fc_gelu layernorm lm_head mlp_proj qkv";
+  // A decode step's (one sequence): the 1-row kernels and attention.
+  const std::string decode = "attention_decode attn_proj_decode1 decode_qkv1 fc_gelu_decode1 "
+                             "lm_head_decode1 mlp_proj_decode1";
   {
     Model tuned(w, target(), Precision::F32, apply_mode(Mode::MaxAutotune, {}));
     CHECK(roles(tuned, "tuned").empty()); // nothing is tuned before a shape is seen
@@ -281,12 +286,21 @@ TEST_CASE("modes: max-autotune tunes every prefill product once and keeps HF's l
     go.max_new_tokens = int(g.greedy.size());
     go.stop_at_eot = false;
     CHECK(tuned.generate({g.prompt}, go).at(0) == g.greedy);
+    // The generation tuned the decode step's kernels first, and its prompt
+    // (as long as the one above) nothing new.
+    std::string all = roles(tuned, "tuned");
+    CHECK(all.size() == products.size() + decode.size() + 1);
+    for (const char *role : {"attention_decode", "decode_qkv1", "mlp_proj_decode1", "lm_head_decode1"})
+      CHECK(all.find(role) != std::string::npos);
   }
   // The default mode reads the winners back for the same shapes.
   Model plain(w, target(), Precision::F32, apply_mode(Mode::Default, {}));
   plain.logits(g.prompt);
   CHECK(roles(plain, "tuning cache") == products);
   CHECK(roles(plain, "tuned").empty());
+  plain.generate({g.prompt}, GenerateOptions{});
+  CHECK(roles(plain, "tuned").empty());
+  CHECK(roles(plain, "tuning cache").size() == products.size() + decode.size() + 1);
 }
 
 TEST_CASE("batches decode alike on the decode-step kernels and on the prefill products") {

@@ -181,9 +181,11 @@ TEST_CASE("blocks refuse tensors of the wrong shape, naming the block and the ar
   CHECK(two.kernels().size() == one.kernels().size());
 }
 
-TEST_CASE("nn::CausalSelfAttention: a prefill and decode steps agree with the reference") {
-  // One sequence of 5 prompt tokens, then 2 decode steps, against attention
-  // computed in double from the same q, k, v.
+namespace {
+/// One sequence of 5 prompt tokens, then 2 decode steps, against attention
+/// computed in double from the same q, k, v; with the heuristics' kernels or
+/// (`tuned`) every kernel tuned first.
+void checkAttention(bool tuned) {
   const int64_t C = 64, H = 4, T = 64;
   const int P = 5;
   nn::Context ctx(target());
@@ -196,6 +198,13 @@ TEST_CASE("nn::CausalSelfAttention: a prefill and decode steps agree with the re
                                     nn::KvCache<f32>(target(), 1, T, C), nn::Widths<C>{});
   ctx.compile();
   nn::Workspace<f32> ws(target(), T, C, 1, H, attn.splits(), C / H);
+  if (tuned) {
+    nn::Tensor<f32> scratch = tensor({5, C}, 27);
+    attn.tune(ctx, scratch, ws.rows(5));
+    attn.tune_decode(ctx, scratch.rows(0, 1), ws.rows(1));
+    CHECK(attn.prefill_tuned(5) != nullptr);
+    CHECK(attn.decode_tuned() != nullptr);
+  }
 
   // The whole sequence (prompt and the decoded tokens' inputs) up front.
   const int total = P + 2;
@@ -251,6 +260,17 @@ TEST_CASE("nn::CausalSelfAttention: a prefill and decode steps agree with the re
     checkClose(row.to_host(), std::vector<double>(want.begin() + t * C, want.begin() + (t + 1) * C), 1e-4);
   }
 }
+} // namespace
+
+TEST_CASE("nn::CausalSelfAttention: a prefill and decode steps agree with the reference") {
+  checkAttention(false);
+}
+
+TEST_CASE("nn::CausalSelfAttention: tuned prefill and decode kernels agree with the reference") {
+  test::TempDir dir("nn-tune-attention");
+  test::ScopedEnv cache("KILN_CACHE_DIR", dir.path);
+  checkAttention(true);
+}
 
 // Compile-time pruning of a search space: an f32 128x128x64 pipeline of 4
 // stages (256 KB) does not fit in shared memory; 16x16 tiles give 8 warps
@@ -263,6 +283,59 @@ static_assert(tuning::size(tuning::product(boost::hana::tuple_t<ops::MatmulBias<
                                                                  ops::MatmulBias<f32, 32, 64, 64>>,
                                            tuning::kWarps, tuning::kStages, tuning::kSchedules)) ==
               12 + 18);
+
+// Decode-step kernels declare their own limits: an 8-row kernel of 16
+// columns on one warp would hold 1024 accumulators a thread; the 8-row
+// 4-column kernel GPT-2's MLP uses by default fits on 4 warps.
+static_assert(!tuning::feasible<ops::DecodeLinear<f16, 8, 16, 3072, 256, true, ops::DecodeEpilogue::Bias>>(1, 2, 0));
+static_assert(tuning::feasible<ops::DecodeLinear<f16, 8, 4, 3072, 256, false, ops::DecodeEpilogue::Bias>>(4, 2, 0));
+static_assert(!tuning::feasible<ops::DecodeLinear<f16, 1, 8, 768, 256, true, ops::DecodeEpilogue::Bias>>(4, 3, 0));
+static_assert(!tuning::feasible<ops::AttentionPrefill<f16, 64, 64, 64>>(8, 2, 0));
+static_assert(tuning::size(nn::detail::decodeSpace<nn::detail::DecodeQkvOf<f16, 1, 768>>()) > 4);
+
+TEST_CASE("decode-step kernels tune over their declared space and agree with the reference") {
+  test::TempDir dir("nn-tune-decode");
+  test::ScopedEnv cache("KILN_CACHE_DIR", dir.path);
+  const int K = 64;
+  const int64_t N = 96;
+  nn::Context ctx(target());
+  nn::Tensor<f32> lnw = tensor({K}, 7), lnb = tensor({K}, 8), w = tensor({K, N}, 9, 0.1f),
+                  b = tensor({N}, 10);
+  nn::Tensor<f32> wt(target(), {N, K}, nn::transpose(w.to_host(), K, N));
+  nn::Linear<f32, Epilogue::Bias> linear(ctx, w, b, wt, {"lin"}, nn::Widths<K>{});
+  nn::NormLinear<f32, Epilogue::Bias> normed(ctx, nn::LayerNorm<f32>(ctx, lnw, lnb), w, b, wt, {"nl"},
+                                            nn::Widths<K>{});
+  ctx.compile();
+  for (int64_t M : {1, 6}) {
+    CAPTURE(M);
+    nn::Tensor<f32> scratchX = tensor({M, K}, 12), scratchOut(target(), {M, N});
+    CHECK(linear.decode_tuned(M) == nullptr);
+    linear.tune_decode(ctx, scratchX, scratchOut);
+    normed.tune_decode(ctx, scratchX, scratchOut);
+    REQUIRE(linear.decode_tuned(M) != nullptr);
+    REQUIRE(normed.decode_tuned(M) != nullptr);
+    CHECK(linear.decode_tuned(M)->label().find("DecodeLinear") == 0);
+    nn::Tensor<f32> x = tensor({M, K}, 11, 3.0f), out(target(), {M, N}), tmp(target(), {M, K});
+    int before = ctx.launches();
+    linear(ctx, x, out);
+    CHECK(ctx.launches() == before + 1);
+    checkClose(out.to_host(), reference(x.to_host(), w.to_host(), b.to_host(), nullptr, Epilogue::Bias,
+                                        int(M), int(N), K), 1e-4);
+    normed(ctx, x, tmp, out);
+    std::vector<double> n64 = ref::layernorm(x.to_host(), lnw.to_host(), lnb.to_host(), int(M), K, 1e-5);
+    std::vector<float> nf(n64.begin(), n64.end());
+    checkClose(out.to_host(), reference(nf, w.to_host(), b.to_host(), nullptr, Epilogue::Bias, int(M), int(N), K),
+               1e-4);
+  }
+  // More rows than the decode kernels take: nothing to tune.
+  nn::Tensor<f32> many = tensor({20, K}, 13), manyOut(target(), {20, N});
+  linear.tune_decode(ctx, many, manyOut);
+  CHECK(linear.decode_tuned(20) == nullptr);
+  int sites = 0;
+  for (const nn::KernelRecord &r : ctx.kernels())
+    sites += r.source == "tuned";
+  CHECK(sites == 4);
+}
 
 TEST_CASE("nn::Linear::tune times its space, persists the winner, and launches it") {
   // A fresh cache: the first tuning times the candidates, later ones read the winner back.

@@ -11,8 +11,10 @@
 // schedule) as integral constants, filtered by `feasible`, a constexpr
 // predicate: a candidate whose pipeline does not fit in shared memory, or
 // that asks for a producer warp without the 64-column K panels TMA copies
-// need, is never instantiated, compiled or timed. The same declarations
-// serve kiln_bench and the blocks of kiln::nn.
+// need, is never instantiated, compiled or timed. Kernels other than tiled
+// products (decode-step GEMVs, attention, row-wise kernels) declare their
+// own limits as `static constexpr bool feasible(warps, stages, schedule)`.
+// The same declarations serve kiln_bench and the blocks of kiln::nn.
 //
 //===----------------------------------------------------------------------===//
 #pragma once
@@ -21,7 +23,11 @@
 
 #include <boost/hana.hpp>
 
+#include <algorithm>
+#include <concepts>
+#include <string>
 #include <type_traits>
+#include <vector>
 
 namespace kiln::tuning {
 
@@ -46,18 +52,44 @@ template <class K> constexpr int pipeline_bytes(int stages) {
   return stages * (K::BM * K::BK + K::BK * K::BN) * ElementBytes<K>::value;
 }
 
-/// Whether kernel K can run with these options at all.
+/// A kernel that states itself which options it runs with:
+///   static constexpr bool feasible(int warps, int stages, int schedule);
+template <class K>
+concept DeclaresFeasibility = requires {
+  { K::feasible(4, 2, 0) } -> std::convertible_to<bool>;
+};
+
+/// Whether kernel K can run with these options at all: as K declares, or
+/// for a tiled product (Op<T, BM, BN, BK>) when its pipeline fits in shared
+/// memory, every warp owns at least a 16x16 accumulator tile, and producer
+/// warps get the 64-column K panels their TMA copies need.
 template <class K> constexpr bool feasible(int warps, int stages, int schedule) {
-  bool fits = pipeline_bytes<K>(stages) <= kSharedMemoryBytes;
-  // Producer warps issue TMA copies of 64-column K panels.
-  bool panels = schedule == int(Schedule::Plain) || K::BK >= 64;
-  // Every warp owns at least a 16x16 accumulator tile.
-  bool work = K::BM * K::BN >= warps * 256;
-  return fits && panels && work;
+  if constexpr (DeclaresFeasibility<K>) {
+    return K::feasible(warps, stages, schedule);
+  } else {
+    bool fits = pipeline_bytes<K>(stages) <= kSharedMemoryBytes;
+    bool panels = schedule == int(Schedule::Plain) || K::BK >= 64;
+    bool work = K::BM * K::BN >= warps * 256;
+    return fits && panels && work;
+  }
+}
+
+/// Options of kernels that neither pipeline nor specialise warps (decode
+/// steps, row-wise kernels): warps only.
+inline constexpr auto kRowWarps = hana::tuple_c<int, 1, 2, 4, 8>;
+inline constexpr auto kNoStages = hana::tuple_c<int, 2>;
+inline constexpr auto kPlainOnly = hana::tuple_c<int, int(Schedule::Plain)>;
+
+/// Whether a kernel whose programs cover `elements` elements of `bytes`
+/// bytes each with `warps` warps gives every thread at least one 16-byte
+/// load, with the plain schedule: what row-wise kernels declare.
+constexpr bool covers(int elements, int bytes, int warps, int stages, int schedule) {
+  return schedule == int(Schedule::Plain) && stages == 2 && elements * bytes >= warps * 32 * 16;
 }
 
 /// Every feasible (kernel type, warps, stages, schedule) of the product, as
 /// a hana tuple of tuples (type, int, int, int), pruned at compile time.
+/// Kernels is a hana tuple of types (hana::tuple_t<...>).
 template <class Kernels, class Warps, class Stages, class Schedules>
 constexpr auto product(Kernels kernels, Warps warps, Stages stages, Schedules schedules) {
   auto all = hana::cartesian_product(hana::make_tuple(kernels, warps, stages, schedules));
@@ -75,11 +107,12 @@ template <class Space> constexpr std::size_t size(Space s) { return decltype(han
 
 /// Calls `f.template operator()<K>(options, label)` for every candidate of
 /// `space` that runs on `target`: producer-warp schedules need sm_90a, and
-/// on the CPU only the plain 4-warp, 2-stage candidate of each kernel
-/// remains (warps, stages and schedules mean nothing there).
+/// on the CPU only the first plain candidate of each kernel type remains,
+/// labelled /w1 (warps, stages and schedules mean nothing there).
 template <class Space, class F> void for_each_candidate(Space space, const Target &target, F &&f) {
   bool hopper = target.kind == Target::Kind::Cuda && target.arch == "sm_90a";
   bool cpu = target.kind == Target::Kind::Cpu;
+  std::vector<std::string> seen; // on the CPU: kernel types given a candidate
   hana::for_each(space, [&](auto c) {
     using K = typename decltype(+hana::at_c<0>(c))::type;
     constexpr int w = decltype(+hana::at_c<1>(c))::value;
@@ -87,15 +120,19 @@ template <class Space, class F> void for_each_candidate(Space space, const Targe
     constexpr auto sch = Schedule(decltype(+hana::at_c<3>(c))::value);
     if (sch != Schedule::Plain && !hopper)
       return;
-    if (cpu && (w != 4 || s != 2 || sch != Schedule::Plain))
-      return;
+    std::string name = detail::kernel_name_from_type(typeid(K).name());
+    if (cpu) {
+      if (sch != Schedule::Plain || std::find(seen.begin(), seen.end(), name) != seen.end())
+        return;
+      seen.push_back(name);
+    }
     CompileOptions options;
     options.num_warps = cpu ? 1 : w;
     options.num_stages = s;
     options.warp_specialize = sch != Schedule::Plain;
     options.persistent = sch == Schedule::Persistent;
-    std::string label = detail::kernel_name_from_type(typeid(K).name()) + "/w" + std::to_string(w) +
-                        "/s" + std::to_string(s) + schedule_suffix(sch);
+    std::string label = name + "/w" + std::to_string(cpu ? 1 : w) + "/s" + std::to_string(s) +
+                        schedule_suffix(sch);
     f.template operator()<K>(options, label);
   });
 }

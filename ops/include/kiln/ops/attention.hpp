@@ -34,6 +34,10 @@ inline constexpr float kMaskedScore = -1e30f;
 template <class T, int BM_, int BN_, int D_, bool CAUSAL = true> struct AttentionPrefill {
   static constexpr int BM = BM_, BN = BN_, D = D_;
   static_assert(!CAUSAL || BM_ % BN_ == 0, "the diagonal starts on a key block");
+  /// Plain schedule; every warp owns at least 16 rows of the scores.
+  static constexpr bool feasible(int warps, int, int schedule) {
+    return schedule == 0 && BM_ >= warps * 16;
+  }
   void operator()(Ptr<T> qkv, Ptr<T> kc, Ptr<T> vc, Ptr<T> out, Ptr<i32> start, Ptr<i32> length,
                   I32 C, I32 Tmax, F32 scale) const {
     auto qb = program_id(0), h = program_id(1), b = program_id(2);
@@ -96,8 +100,13 @@ template <class T, int BM_, int BN_, int D_, bool CAUSAL = true> struct Attentio
 /// max_s m_s. Grid: (B, H, S) with S = cdiv(Tmax, CHUNK) <= SMAX, fixed, so
 /// one captured graph serves every position.
 template <class T, int BN_, int D_, int CHUNK, int SMAX> struct AttentionDecode {
-  static constexpr int BN = BN_, D = D_;
+  static constexpr int BN = BN_, D = D_, Chunk = CHUNK, MaxSplits = SMAX;
   static_assert(CHUNK % BN_ == 0, "a chunk is a whole number of key blocks");
+  /// Plain schedule, one stage; every thread loads at least 16 bytes of a
+  /// key block.
+  static constexpr bool feasible(int warps, int stages, int schedule) {
+    return schedule == 0 && stages == 2 && BN_ * D_ * int(sizeof(typename T::host)) >= warps * 32 * 16;
+  }
   void operator()(Ptr<T> qkv, Ptr<T> kc, Ptr<T> vc, Ptr<f32> part, Ptr<i32> counter, Ptr<T> out,
                   Ptr<i32> pos, I32 C, I32 Tmax, F32 scale) const {
     auto b = program_id(0), h = program_id(1), s = program_id(2);

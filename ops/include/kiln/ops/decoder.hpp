@@ -11,6 +11,10 @@ namespace kiln::ops {
 
 /// `out[r] = wte[tok[r]] + wpe[pos[r]]` over rows of C columns. Grid: (rows).
 template <class T, int BLOCK> struct Embedding {
+  /// Plain schedule, one stage, at least one element a thread.
+  static constexpr bool feasible(int warps, int stages, int schedule) {
+    return schedule == 0 && stages == 2 && BLOCK >= warps * 32;
+  }
   void operator()(Ptr<i32> tok, Ptr<i32> pos, Ptr<T> wte, Ptr<T> wpe, Ptr<T> out, I32 C) const {
     auto r = program_id(0);
     auto t = load(tok + r), p = load(pos + r);
@@ -28,6 +32,10 @@ template <class T, int BLOCK> struct Embedding {
 /// Copies the k and v parts of `qkv` row r into the caches at row
 /// seq[r] * Tmax + pos[r]. Grid: (rows).
 template <class T, int BLOCK> struct KvWrite {
+  /// Plain schedule, one stage, at least one element a thread.
+  static constexpr bool feasible(int warps, int stages, int schedule) {
+    return schedule == 0 && stages == 2 && BLOCK >= warps * 32;
+  }
   void operator()(Ptr<T> qkv, Ptr<i32> seq, Ptr<i32> pos, Ptr<T> kc, Ptr<T> vc, I32 C,
                   I32 Tmax) const {
     auto r = program_id(0);
@@ -44,6 +52,10 @@ template <class T, int BLOCK> struct KvWrite {
 
 /// `dst[r] = src[index[r]]` for rows of C columns. Grid: (rows).
 template <class T, int BLOCK> struct GatherRows {
+  /// Plain schedule, one stage, at least one element a thread.
+  static constexpr bool feasible(int warps, int stages, int schedule) {
+    return schedule == 0 && stages == 2 && BLOCK >= warps * 32;
+  }
   void operator()(Ptr<T> src, Ptr<i32> index, Ptr<T> dst, I32 C) const {
     auto r = program_id(0);
     auto from = load(index + r);
@@ -62,6 +74,10 @@ template <class T, int BLOCK> struct GatherRows {
 /// Each lane keeps its own best (value, column) across the sweep, so the
 /// loop is element-wise; one max and one min reduce the lanes at the end.
 template <class T, int BLOCK> struct ArgmaxRows {
+  /// Plain schedule, one stage, at least one element a thread.
+  static constexpr bool feasible(int warps, int stages, int schedule) {
+    return schedule == 0 && stages == 2 && BLOCK >= warps * 32;
+  }
   void operator()(Ptr<T> logits, Ptr<i32> next, Ptr<i32> pos, I32 V, I32 ld, I32 advance) const {
     auto r = program_id(0);
     auto cols = arange<BLOCK>();

@@ -124,6 +124,24 @@ std::vector<Tile<f32, BN>> decode_rows(Ptr<T> x, Ptr<T> lnw, Ptr<T> lnb, Ptr<T> 
   return out;
 }
 
+/// The options a decode-row kernel of BM rows, BN columns and K inputs in
+/// chunks of KC runs with: the plain schedule, every thread loading at
+/// least 16 bytes of each weight chunk, and no more than 160 registers a
+/// thread for its accumulators, its weights in flight and its preloaded
+/// activations (more spills; tuning would only time the spills).
+template <class T, int BM, int BN, int K, int KC, bool LN>
+constexpr bool decode_feasible(int warps, int stages, int schedule) {
+  constexpr int bytes = int(sizeof(typename T::host));
+  constexpr int chunks = (K + KC - 1) / KC;
+  int threads = warps * 32;
+  int tile = BN * KC * bytes / 4 / threads; // 32-bit registers of one (BN, KC) tile
+  int acc = BM * BN * KC / threads;
+  int weights = chunks * tile;
+  int preloaded = BM * chunks <= 16 ? (BM + (LN ? 2 : 0)) * chunks * tile : 0;
+  return schedule == 0 && stages == 2 && BN * KC * bytes >= threads * 16 &&
+         acc + weights + preloaded <= 160;
+}
+
 /// Columns `rn` of row m, valid when m < M and n < N.
 template <int BN> Tile<i1, BN> row_mask(Tile<i32, BN> rn, I32 M, I32 N, int m) {
   return rn < minimum(N, (M - m) * N);
@@ -139,6 +157,9 @@ enum class DecodeEpilogue { None, Bias, BiasGelu, BiasResidual };
 template <class T, int BM_, int BN_, int K_, int KC_, bool LN_, DecodeEpilogue E_>
 struct DecodeLinear {
   static constexpr int BM = BM_, BN = BN_, K = K_, KC = KC_;
+  static constexpr bool feasible(int warps, int stages, int schedule) {
+    return detail::decode_feasible<T, BM_, BN_, K_, KC_, LN_>(warps, stages, schedule);
+  }
   void operator()(Ptr<T> x, Ptr<T> lnw, Ptr<T> lnb, Ptr<T> wt, Ptr<T> bias, Ptr<T> res,
                   Ptr<T> out, I32 M, I32 N, F32 eps) const {
     auto rn = program_id(0) * BN + arange<BN>();
@@ -168,6 +189,9 @@ struct DecodeLinear {
 /// m * Tmax + pos[m]: no cache-write launch.
 template <class T, int BM_, int BN_, int K_, int KC_> struct DecodeQkv {
   static constexpr int BM = BM_, BN = BN_, K = K_, KC = KC_;
+  static constexpr bool feasible(int warps, int stages, int schedule) {
+    return detail::decode_feasible<T, BM_, BN_, K_, KC_, true>(warps, stages, schedule);
+  }
   void operator()(Ptr<T> x, Ptr<T> lnw, Ptr<T> lnb, Ptr<T> wt, Ptr<T> bias, Ptr<T> qkv,
                   Ptr<i32> pos, Ptr<T> kc, Ptr<T> vc, I32 M, I32 N, I32 Tmax, F32 eps) const {
     auto rn = program_id(0) * BN + arange<BN>();

@@ -9,6 +9,10 @@ namespace kiln::ops {
 /// One program per row. ONE_PASS keeps the row in registers (n <= BLOCK);
 /// otherwise the row is swept three times (mean, centred variance, output).
 template <class T, int BLOCK, bool ONE_PASS = false> struct LayerNorm {
+  /// Plain schedule, one stage, at least one element a thread.
+  static constexpr bool feasible(int warps, int stages, int schedule) {
+    return schedule == 0 && stages == 2 && BLOCK >= warps * 32;
+  }
   void operator()(Ptr<T> x, Ptr<T> w, Ptr<T> b, Ptr<T> y, I32 n, I32 stride, F32 eps) const {
     auto row = program_id(0);
     auto cols = arange<BLOCK>(); // (BLOCK)

@@ -26,6 +26,7 @@
 
 #include "kiln/nn/context.hpp"
 #include "kiln/nn/tensor.hpp"
+#include "kiln/nn/tunable.hpp"
 
 #include "kiln/autotuner/space.hpp"
 #include "kiln/ops/attention.hpp"
@@ -102,6 +103,49 @@ template <class F, int... W> bool withWidth(int64_t k, F &&f, std::integer_seque
   return ((k == W ? (f.template operator()<W>(), true) : false) || ...);
 }
 
+/// Output columns per program of the decode-step kernels a block tunes
+/// over (with 256-element chunks of K and 1 to 8 warps): 4, 8 or 16 for
+/// 16-bit types, 4 or 8 for f32 (whose decode kernels serve exactness, not
+/// speed; every type of a space is compiled into the model).
+template <class D> constexpr auto decodeColumns() {
+  if constexpr (std::is_same_v<D, f32>)
+    return boost::hana::tuple_c<int, 4, 8>;
+  else
+    return boost::hana::tuple_c<int, 4, 8, 16>;
+}
+
+/// The decode-step kernels `Of::type<BN>` for every BN of decodeColumns,
+/// times 1 to 8 warps, pruned by their `feasible` (registers, 16-byte loads).
+template <class Of> constexpr auto decodeSpace() {
+  namespace hana = boost::hana;
+  auto types = hana::transform(decodeColumns<typename Of::dtype>(), [](auto bn) {
+    return hana::type_c<typename Of::template type<decltype(+bn)::value>>;
+  });
+  return tuning::product(types, tuning::kRowWarps, tuning::kNoStages, tuning::kPlainOnly);
+}
+template <class D, int R, int K, bool LN, ops::DecodeEpilogue DE> struct DecodeLinearOf {
+  using dtype = D;
+  template <int BN> using type = ops::DecodeLinear<D, R, BN, K, 256, LN, DE>;
+};
+template <class D, int R, int K> struct DecodeQkvOf {
+  using dtype = D;
+  template <int BN> using type = ops::DecodeQkv<D, R, BN, K, 256>;
+};
+
+/// Rows a tuned configuration serves: launches of M rows use the one tuned
+/// for rowsBucket(M), the next power of two from 16.
+inline int64_t rowsBucket(int64_t rows) {
+  int64_t b = 16;
+  while (b < rows)
+    b *= 2;
+  return b;
+}
+
+/// "role RxKxN", the key of a tuned product.
+inline std::string productKey(const std::string &role, int64_t rows, int64_t k, int64_t n) {
+  return role + " " + std::to_string(rows) + "x" + std::to_string(k) + "x" + std::to_string(n);
+}
+
 inline std::string widthList(std::initializer_list<int> ws) {
   std::string s;
   for (int w : ws)
@@ -171,16 +215,52 @@ public:
     int64_t C = features();
     expect(x, {kAny, C}, "nn::LayerNorm(" + std::to_string(C) + ")", "x");
     expect(y, {x.dim(0), C}, "nn::LayerNorm(" + std::to_string(C) + ")", "y");
-    Grid g(uint32_t(x.dim(0)));
+    if (auto t = tuned_.find(detail::rowsBucket(x.dim(0))); t != tuned_.end())
+      return t->second(*this, ctx, x, y);
     if (narrow_)
-      (*narrow_)(ctx, g, x.data(), weight_.data(), bias_.data(), y.data(), int(C), int(C), eps_);
+      launch(narrow_->kernel(), ctx, x, y);
     else
-      (*wide_)(ctx, g, x.data(), weight_.data(), bias_.data(), y.data(), int(C), int(C), eps_);
+      launch(wide_->kernel(), ctx, x, y);
+  }
+
+  /// The search space: the kernel for this width times 1 to 8 warps.
+  template <int BLOCK> static constexpr auto space() {
+    return tuning::product(boost::hana::tuple_t<ops::LayerNorm<D, BLOCK, true>>, tuning::kRowWarps,
+                           tuning::kNoStages, tuning::kPlainOnly);
+  }
+  /// Tunes the warps of launches of x.dim(0) rows (their row bucket) on x
+  /// and y (overwritten; y may be x), or reads a persisted winner back.
+  void tune(Context &ctx, const Tensor<D> &x, const Tensor<D> &y, bool cached_only = false) {
+    int64_t bucket = detail::rowsBucket(x.dim(0));
+    if (tuned_.count(bucket))
+      return;
+    auto site = []<class K>(const Kernel<K> &k, const LayerNorm &self, Context &c, const Tensor<D> &xx,
+                            const Tensor<D> &yy) { self.launch(k, c, xx, yy); };
+    Site t;
+    std::string key = "layernorm " + std::to_string(bucket) + "x" + std::to_string(features());
+    bool found = narrow_ ? t.tune(ctx, space<1024>(), "layernorm", key, cached_only, site, *this, ctx, x, y)
+                         : t.tune(ctx, space<2048>(), "layernorm", key, cached_only, site, *this, ctx, x, y);
+    if (found)
+      tuned_[bucket] = t;
+  }
+  /// The tuned kernel launches of `rows` rows use; null when heuristic.
+  const Tuned *tuned_for(int64_t rows) const {
+    auto t = tuned_.find(detail::rowsBucket(rows));
+    return t == tuned_.end() ? nullptr : t->second.tuned();
   }
 
 private:
+  template <class K>
+  void launch(const Kernel<K> &k, Context &ctx, const Tensor<D> &x, const Tensor<D> &y) const {
+    int C = int(features());
+    k.launch(Grid(uint32_t(x.dim(0))), x.data(), weight_.data(), bias_.data(), y.data(), C, C, eps_);
+    ctx.count_launch("layernorm");
+  }
+
+  using Site = Tunable<const LayerNorm &, Context &, const Tensor<D> &, const Tensor<D> &>;
   Tensor<D> weight_, bias_;
   float eps_;
+  std::map<int64_t, Site> tuned_; ///< by row bucket
   std::optional<Handle<ops::LayerNorm<D, 1024, true>>> narrow_;
   std::optional<Handle<ops::LayerNorm<D, 2048, true>>> wide_;
 };
@@ -267,12 +347,7 @@ public:
 
   /// Rows a tuned configuration serves: products of M rows use the one
   /// tuned for rows_bucket(M), the next power of two from 16.
-  static int64_t rows_bucket(int64_t rows) {
-    int64_t b = 16;
-    while (b < rows)
-      b *= 2;
-    return b;
-  }
+  static int64_t rows_bucket(int64_t rows) { return detail::rowsBucket(rows); }
 
   /// The prefill product's search spaces (the GPU's, the CPU's): the
   /// block's tiles times warps, stages and schedules, pruned at compile time
@@ -335,6 +410,26 @@ public:
     tuned_[bucket] = {t, found->second};
   }
 
+  /// Tunes the decode-step kernel that x.dim(0) rows run (the 1-row one,
+  /// or the kDecodeRows-row one for 2 to kDecodeRows rows; nothing for more
+  /// rows or without decode kernels) over its space (detail::decodeSpace:
+  /// columns per program times warps) on x [B, K] and out [B, N], both
+  /// overwritten (for BiasResidual out is also the residual). Once per
+  /// kernel; with `cached_only` only persisted winners are read back.
+  void tune_decode(Context &ctx, const Tensor<D> &x, const Tensor<D> &out, bool cached_only = false) {
+    expect(x, {kAny, in_features()}, name_, "x");
+    expect(out, {x.dim(0), out_features()}, name_, "out");
+    if (decodeTuner_)
+      decodeTuner_(*this, ctx, x, out, cached_only);
+  }
+  /// The tuned decode-step kernel `rows` rows launch; null when they run a
+  /// heuristic one (or no decode-step kernel).
+  const Tuned *decode_tuned(int64_t rows) const {
+    if (rows == 1 && decode1_)
+      return tunedDecode1_.tuned();
+    return rows >= 1 && rows <= kDecodeRows && decode8_ ? tunedDecode8_.tuned() : nullptr;
+  }
+
   /// The tuned kernel products of `rows` rows launch; null when they run
   /// the decode kernels or the heuristic's tiles.
   const Tuned *tuned_for(int64_t rows) const {
@@ -385,16 +480,44 @@ private:
       decode8_ = [k](const Linear &self, Context &c, const Tensor<D> &x, const Tensor<D> *res,
                      const Tensor<D> &out) { self.launchDecode(c, k, x, res, out); };
     }
+    decodeTuner_ = [](Linear &self, Context &c, const Tensor<D> &x, const Tensor<D> &out, bool cachedOnly) {
+      auto site = []<class KK>(const Kernel<KK> &k, const Linear &s, Context &cc, const Tensor<D> &xx,
+                               const Tensor<D> *res, const Tensor<D> &o) {
+        s.withDecodeArgs<KK>(xx, res, o, [&](const Grid &g, const auto &...a) { k.launch(g, a...); });
+        cc.count_launch(s.options_.role);
+      };
+      auto tuneRows = [&]<int R>(DecodeSite &into, const char *suffix) {
+        int64_t rows = x.dim(0);
+        if (into)
+          return;
+        Tensor<D> xr = x.rows(0, rows), o = out.rows(0, rows);
+        const Tensor<D> *res = E == Epilogue::BiasResidual ? &o : nullptr;
+        std::string role = self.options_.role + suffix;
+        into.tune(c, detail::decodeSpace<detail::DecodeLinearOf<D, R, K, false, DE>>(), role,
+                  detail::productKey(role, rows, K, self.out_features()), cachedOnly, site, self, c,
+                  xr, res, o);
+      };
+      if (x.dim(0) == 1 && self.decode1_)
+        tuneRows.template operator()<1>(self.tunedDecode1_, "_decode1");
+      else if (x.dim(0) > 1 && x.dim(0) <= kDecodeRows && self.decode8_)
+        tuneRows.template operator()<kDecodeRows>(self.tunedDecode8_, "_decode8");
+    };
+  }
+
+  /// Calls f(grid, args...) with a decode-step launch of kernel KK.
+  template <class KK, class F>
+  void withDecodeArgs(const Tensor<D> &x, const Tensor<D> *res, const Tensor<D> &out, F &&f) const {
+    int N = int(out_features());
+    auto *b = bias_.empty() ? x.data() : bias_.data();
+    auto *r = res ? res->data() : out.data();
+    f(Grid(ceil_div(N, KK::BN)), x.data(), x.data(), x.data(), weightT_.data(), b, r, out.data(),
+      int(x.dim(0)), N, 1e-5f);
   }
 
   template <class KK>
   void launchDecode(Context &ctx, const Handle<KK> &k, const Tensor<D> &x, const Tensor<D> *res,
                     const Tensor<D> &out) const {
-    int N = int(out_features());
-    auto *b = bias_.empty() ? x.data() : bias_.data();
-    auto *r = res ? res->data() : out.data();
-    k(ctx, Grid(ceil_div(N, KK::BN)), x.data(), x.data(), x.data(), weightT_.data(), b, r,
-      out.data(), int(x.dim(0)), N, 1e-5f);
+    withDecodeArgs<KK>(x, res, out, [&](const Grid &g, const auto &...a) { k(ctx, g, a...); });
   }
 
   /// Calls f(grid, args...) with a product's launch for kernel KK.
@@ -421,9 +544,9 @@ private:
     expect(out, {x.dim(0), out_features()}, name_, "out");
     int64_t M = x.dim(0), N = out_features();
     if (M == 1 && decode1_)
-      return decode1_(*this, ctx, x, res, out);
+      return tunedDecode1_ ? tunedDecode1_(*this, ctx, x, res, out) : decode1_(*this, ctx, x, res, out);
     if (M > 1 && M <= kDecodeRows && decode8_)
-      return decode8_(*this, ctx, x, res, out);
+      return tunedDecode8_ ? tunedDecode8_(*this, ctx, x, res, out) : decode8_(*this, ctx, x, res, out);
     if (auto t = tuned_.find(rows_bucket(M)); t != tuned_.end())
       return t->second.launch(t->second.tuned->kernel(), *this, ctx, x, res, out);
     if (!gpu_)
@@ -445,6 +568,9 @@ private:
   std::optional<Handle<Cpu>> cpu_;
   std::optional<Handle<CpuFew>> cpuFew_;
   Launch decode1_, decode8_;
+  using DecodeSite = Tunable<const Linear &, Context &, const Tensor<D> &, const Tensor<D> *, const Tensor<D> &>;
+  DecodeSite tunedDecode1_, tunedDecode8_;
+  std::function<void(Linear &, Context &, const Tensor<D> &, const Tensor<D> &, bool)> decodeTuner_;
   using TunedLaunch = std::function<void(const CompiledKernel &, const Linear &, Context &,
                                          const Tensor<D> &, const Tensor<D> *, const Tensor<D> &)>;
   struct Tuning {
@@ -464,7 +590,8 @@ public:
   NormLinear(Context &ctx, LayerNorm<D> ln, Tensor<D> weight, Tensor<D> bias, Tensor<D> weight_t,
              LinearOptions options = {}, Widths<W...> = {})
       : ln_(std::move(ln)), linear_(ctx, std::move(weight), std::move(bias), weight_t,
-                                    LinearOptions{options.role, 0}) {
+                                    LinearOptions{options.role, 0}),
+        role_(options.role) {
     if (ln_.features() != linear_.in_features())
       throw Error("nn::NormLinear: a layernorm of " + std::to_string(ln_.features()) +
                   " features before " + linear_.name());
@@ -480,9 +607,30 @@ public:
         decode_ = [one, eight](const NormLinear &self, Context &c, const Tensor<D> &x,
                                const Tensor<D> &out) {
           if (x.dim(0) == 1)
-            self.launch(c, one, x, out);
+            self.tuned1_ ? self.tuned1_(self, c, x, out) : self.launch(c, one, x, out);
           else
-            self.launch(c, *eight, x, out);
+            self.tuned8_ ? self.tuned8_(self, c, x, out) : self.launch(c, *eight, x, out);
+        };
+        decodeTuner_ = [](NormLinear &self, Context &c, const Tensor<D> &x, const Tensor<D> &out,
+                          bool cachedOnly) {
+          auto site = []<class KK>(const Kernel<KK> &k, const NormLinear &s, Context &cc,
+                                   const Tensor<D> &xx, const Tensor<D> &o) {
+            s.withArgs<KK>(xx, o, [&](const Grid &g, const auto &...a) { k.launch(g, a...); });
+            cc.count_launch(s.role_);
+          };
+          auto tuneRows = [&]<int R>(Site &into, const char *suffix) {
+            int64_t rows = x.dim(0);
+            if (into)
+              return;
+            std::string role = self.role_ + suffix;
+            into.tune(c, detail::decodeSpace<detail::DecodeLinearOf<D, R, K, true, DE>>(), role,
+                      detail::productKey(role, rows, K, self.linear_.out_features()), cachedOnly,
+                      site, self, c, x.rows(0, rows), out.rows(0, rows));
+          };
+          if (x.dim(0) == 1)
+            tuneRows.template operator()<1>(self.tuned1_, "_decode1");
+          else if (x.dim(0) <= self.decodeRows_)
+            tuneRows.template operator()<kDecodeRows>(self.tuned8_, "_decode8");
         };
       }, typename Widths<W...>::sequence{});
       if (!built)
@@ -495,7 +643,23 @@ public:
   const Linear<D, E> &linear() const { return linear_; }
   /// Tunes the prefill product (Linear::tune) on normed [M, K] and out [M, N].
   void tune(Context &ctx, const Tensor<D> &normed, const Tensor<D> &out, bool cached_only = false) {
+    ln_.tune(ctx, normed, normed, cached_only);
     linear_.tune(ctx, normed, out, cached_only);
+  }
+  /// Tunes the fused decode-step kernel x.dim(0) rows run (as
+  /// Linear::tune_decode, with the layernorm) on x [B, K] and out [B, N],
+  /// overwriting out.
+  void tune_decode(Context &ctx, const Tensor<D> &x, const Tensor<D> &out, bool cached_only = false) {
+    expect(x, {kAny, linear_.in_features()}, linear_.name(), "x");
+    expect(out, {x.dim(0), linear_.out_features()}, linear_.name(), "out");
+    if (decodeTuner_)
+      decodeTuner_(*this, ctx, x, out, cached_only);
+  }
+  /// The tuned decode-step kernel `rows` rows launch; null when heuristic.
+  const Tuned *decode_tuned(int64_t rows) const {
+    if (!decode_ || rows < 1 || rows > decodeRows_)
+      return nullptr;
+    return rows == 1 ? tuned1_.tuned() : tuned8_.tuned();
   }
 
   void operator()(Context &ctx, const Tensor<D> &x, const Tensor<D> &normed, const Tensor<D> &out) const
@@ -511,19 +675,27 @@ public:
   }
 
 private:
+  /// Calls f(grid, args...) with a decode-step launch of kernel KK.
+  template <class KK, class F> void withArgs(const Tensor<D> &x, const Tensor<D> &out, F &&f) const {
+    int N = int(linear_.out_features());
+    f(Grid(ceil_div(N, KK::BN)), x.data(), ln_.weight().data(), ln_.bias().data(), weightT_.data(),
+      linear_.bias().empty() ? x.data() : linear_.bias().data(), out.data(), out.data(),
+      int(x.dim(0)), N, ln_.eps());
+  }
   template <class KK>
   void launch(Context &ctx, const Handle<KK> &k, const Tensor<D> &x, const Tensor<D> &out) const {
-    int N = int(linear_.out_features());
-    k(ctx, Grid(ceil_div(N, KK::BN)), x.data(), ln_.weight().data(), ln_.bias().data(),
-      weightT_.data(), linear_.bias().empty() ? x.data() : linear_.bias().data(), out.data(),
-      out.data(), int(x.dim(0)), N, ln_.eps());
+    withArgs<KK>(x, out, [&](const Grid &g, const auto &...a) { k(ctx, g, a...); });
   }
 
   LayerNorm<D> ln_;
   Linear<D, E> linear_;
   Tensor<D> weightT_;
+  std::string role_;
   int decodeRows_ = 0; ///< rows up to which decode_ runs (1 or kDecodeRows)
   std::function<void(const NormLinear &, Context &, const Tensor<D> &, const Tensor<D> &)> decode_;
+  using Site = Tunable<const NormLinear &, Context &, const Tensor<D> &, const Tensor<D> &>;
+  Site tuned1_, tuned8_;
+  std::function<void(NormLinear &, Context &, const Tensor<D> &, const Tensor<D> &, bool)> decodeTuner_;
 };
 
 //===----------------------------------------------------------------------===//
@@ -634,9 +806,29 @@ public:
         decodeQkv_ = [one, eight](const CausalSelfAttention &self, Context &c, const Tensor<D> &x,
                                   const Tensor<i32> &pos, const Tensor<D> &qkv) {
           if (x.dim(0) == 1)
-            self.launchDecodeQkv(c, one, x, pos, qkv);
+            self.qkv1_ ? self.qkv1_(self, c, x, pos, qkv) : self.launchDecodeQkv(c, one, x, pos, qkv);
           else
-            self.launchDecodeQkv(c, *eight, x, pos, qkv);
+            self.qkv8_ ? self.qkv8_(self, c, x, pos, qkv) : self.launchDecodeQkv(c, *eight, x, pos, qkv);
+        };
+        decodeQkvTuner_ = [](CausalSelfAttention &self, Context &c, const Tensor<D> &x,
+                             const Tensor<i32> &pos, const Tensor<D> &qkv, bool cachedOnly) {
+          auto site = []<class KK>(const Kernel<KK> &k, const CausalSelfAttention &a, Context &cc,
+                                   const Tensor<D> &xx, const Tensor<i32> &p, const Tensor<D> &o) {
+            a.withDecodeQkvArgs<KK>(xx, p, o, [&](const Grid &g, const auto &...args) { k.launch(g, args...); });
+            cc.count_launch("decode_qkv");
+          };
+          auto tuneRows = [&]<int R>(QkvSite &into, const char *role) {
+            int64_t rows = x.dim(0);
+            if (into)
+              return;
+            into.tune(c, detail::decodeSpace<detail::DecodeQkvOf<D, R, K>>(), role,
+                      detail::productKey(role, rows, K, 3 * K), cachedOnly, site, self, c,
+                      x.rows(0, rows), pos.rows(0, rows), qkv.rows(0, rows));
+          };
+          if (x.dim(0) == 1)
+            tuneRows.template operator()<1>(self.qkv1_, "decode_qkv1");
+          else if (x.dim(0) <= self.decodeRows_)
+            tuneRows.template operator()<kDecodeRows>(self.qkv8_, "decode_qkv8");
         };
       }, typename Widths<W...>::sequence{});
       if (!built)
@@ -657,7 +849,25 @@ public:
   void tune(Context &ctx, const Tensor<D> &x, const Workspace<D> &ws, bool cached_only = false) {
     qkv_.tune(ctx, ws.normed, ws.qkv, cached_only);
     proj_.tune(ctx, ws.att, x, cached_only);
+    attentionTuner_(*this, ctx, ws, x.dim(0), 0, cached_only);
   }
+  /// Tunes the kernels of a decode step of x.dim(0) sequences: the fused
+  /// QKV kernel, attention (at half the cache's length), the projection.
+  /// Overwrites x, the workspace and the cache (a prefill rewrites it).
+  void tune_decode(Context &ctx, const Tensor<D> &x, const Workspace<D> &ws, bool cached_only = false) {
+    int64_t B = x.dim(0);
+    if (decodeQkvTuner_ && B <= decodeRows_)
+      decodeQkvTuner_(*this, ctx, x, ws.iota.rows(0, B), ws.qkv, cached_only);
+    attentionTuner_(*this, ctx, ws, 0, B, cached_only);
+    proj_.tune_decode(ctx, ws.att.rows(0, B), x, cached_only);
+  }
+  /// The tuned attention kernels (null: heuristic): prefill of prompts of
+  /// up to `longest` tokens, decode.
+  const Tuned *prefill_tuned(int64_t longest) const {
+    auto t = prefillTuned_.find(detail::rowsBucket(longest));
+    return t == prefillTuned_.end() ? nullptr : t->second.tuned();
+  }
+  const Tuned *decode_tuned() const { return decodeTuned_.tuned(); }
 
   /// A packed prefill of x [R, C]; fills the cache rows of its prompts.
   void prefill(Context &ctx, const Tensor<D> &x, const Packing &p, const Workspace<D> &ws) const {
@@ -693,14 +903,60 @@ private:
   template <int HD> void requestAttention(Context &ctx) {
     auto pre = ctx.kernel<ops::AttentionPrefill<D, 64, 64, HD>>("attention_prefill");
     auto dec = ctx.kernel<ops::AttentionDecode<D, kChunk, HD, kChunk, kMaxSplits>>("attention_decode");
+    attentionTuner_ = [](CausalSelfAttention &self, Context &c, const Workspace<D> &ws, int64_t rows,
+                         int64_t B, bool cachedOnly) {
+      const Target &t = c.target();
+      std::string shape = std::to_string(self.heads_) + "x" + std::to_string(HD);
+      if (rows > 0) {
+        // One prompt of `rows` tokens (at most the cache's length) in sequence 0.
+        int len = int(std::min<int64_t>(rows, self.cache_.context()));
+        Packing p;
+        p.starts = Tensor<i32>(t, {1});
+        p.lengths = Tensor<i32>(t, {1});
+        p.starts.copy_from(std::vector<int32_t>{0});
+        p.lengths.copy_from(std::vector<int32_t>{len});
+        p.prompts = 1;
+        p.longest = len;
+        auto site = []<class K>(const Kernel<K> &k, const CausalSelfAttention &a, Context &cc,
+                                const Tensor<D> &qkv, const Tensor<D> &att, const Packing &pk) {
+          a.launchPrefillAttention(k, cc, qkv, att, pk);
+        };
+        int64_t bucket = detail::rowsBucket(len);
+        if (!self.prefillTuned_.count(bucket)) {
+          PrefillSite into;
+          std::string key = "attention_prefill " + std::to_string(bucket) + "x" + shape;
+          if (into.tune(c, prefillSpace<HD>(), "attention_prefill", key, cachedOnly, site, self, c,
+                        ws.qkv, ws.att, p))
+            self.prefillTuned_[bucket] = into;
+        }
+      }
+      if (B > 0 && !self.decodeTuned_) {
+        // Every sequence halfway through the cache.
+        int64_t n = std::min(B, self.cache_.batch());
+        Tensor<i32> pos(t, {n});
+        pos.copy_from(std::vector<int32_t>(std::size_t(n), int32_t(self.cache_.context() / 2)));
+        auto site = []<class K>(const Kernel<K> &k, const CausalSelfAttention &a, Context &cc,
+                                const Workspace<D> &w, const Tensor<i32> &ps, int64_t b) {
+          a.launchDecodeAttention(k, cc, w, ps, b);
+        };
+        std::string key = "attention_decode " + std::to_string(n) + "x" + std::to_string(self.cache_.context()) +
+                          "x" + shape;
+        self.decodeTuned_.tune(c, decodeSpace<HD>(), "attention_decode", key, cachedOnly, site, self, c,
+                               ws, pos, n);
+      }
+    };
     prefillAttention_ = [pre](const CausalSelfAttention &a, Context &c, const Tensor<D> &qkv,
                               const Tensor<D> &att, const Packing &p) {
+      if (auto t = a.prefillTuned_.find(detail::rowsBucket(p.longest)); t != a.prefillTuned_.end())
+        return t->second(a, c, qkv, att, p);
       pre(c, Grid(ceil_div(p.longest, 64), uint32_t(a.heads_), uint32_t(p.prompts)), qkv.data(),
           a.cache_.k.data(), a.cache_.v.data(), att.data(), p.starts.data(), p.lengths.data(),
           int(a.features()), int(a.cache_.context()), a.scale());
     };
     decodeAttention_ = [dec](const CausalSelfAttention &a, Context &c, const Workspace<D> &ws,
                              const Tensor<i32> &pos, int64_t B) {
+      if (a.decodeTuned_)
+        return a.decodeTuned_(a, c, ws, pos, B);
       dec(c, Grid(uint32_t(B), uint32_t(a.heads_), uint32_t(a.splits())), ws.qkv.data(),
           a.cache_.k.data(), a.cache_.v.data(), ws.parts.data(), ws.counter.data(), ws.att.data(),
           pos.data(), int(a.features()), int(a.cache_.context()), a.scale());
@@ -708,14 +964,53 @@ private:
   }
   float scale() const { return 1.0f / std::sqrt(float(head_dim())); }
 
+  template <class KK, class F>
+  void withDecodeQkvArgs(const Tensor<D> &x, const Tensor<i32> &pos, const Tensor<D> &qkv, F &&f) const {
+    const LayerNorm<D> &ln = qkv_.layernorm();
+    int N = int(3 * features());
+    f(Grid(ceil_div(N, KK::BN)), x.data(), ln.weight().data(), ln.bias().data(), qkvT_.data(),
+      qkv_.linear().bias().data(), qkv.data(), pos.data(), cache_.k.data(), cache_.v.data(),
+      int(x.dim(0)), N, int(cache_.context()), ln.eps());
+  }
   template <class KK>
   void launchDecodeQkv(Context &ctx, const Handle<KK> &k, const Tensor<D> &x, const Tensor<i32> &pos,
                        const Tensor<D> &qkv) const {
-    const LayerNorm<D> &ln = qkv_.layernorm();
-    int N = int(3 * features());
-    k(ctx, Grid(ceil_div(N, KK::BN)), x.data(), ln.weight().data(), ln.bias().data(), qkvT_.data(),
-      qkv_.linear().bias().data(), qkv.data(), pos.data(), cache_.k.data(), cache_.v.data(),
-      int(x.dim(0)), N, int(cache_.context()), ln.eps());
+    withDecodeQkvArgs<KK>(x, pos, qkv, [&](const Grid &g, const auto &...a) { k(ctx, g, a...); });
+  }
+
+  /// Arguments of the attention kernels, for a kernel type K.
+  template <class K>
+  void launchPrefillAttention(const Kernel<K> &k, Context &c, const Tensor<D> &qkv,
+                              const Tensor<D> &att, const Packing &p) const {
+    k.launch(Grid(ceil_div(p.longest, K::BM), uint32_t(heads_), uint32_t(p.prompts)), qkv.data(),
+             cache_.k.data(), cache_.v.data(), att.data(), p.starts.data(), p.lengths.data(),
+             int(features()), int(cache_.context()), scale());
+    c.count_launch("attention_prefill");
+  }
+  template <class K>
+  void launchDecodeAttention(const Kernel<K> &k, Context &c, const Workspace<D> &ws,
+                             const Tensor<i32> &pos, int64_t B) const {
+    k.launch(Grid(uint32_t(B), uint32_t(heads_), ceil_div(uint32_t(cache_.context()), uint32_t(K::Chunk))),
+             ws.qkv.data(), cache_.k.data(), cache_.v.data(), ws.parts.data(), ws.counter.data(),
+             ws.att.data(), pos.data(), int(features()), int(cache_.context()), scale());
+    c.count_launch("attention_decode");
+  }
+
+  /// The attention kernels' spaces for head_dim HD: prefill query x key
+  /// blocks, warps and stages; decode key blocks x chunk lengths and warps.
+  template <int HD> static constexpr auto prefillSpace() {
+    namespace hana = boost::hana;
+    return tuning::product(hana::tuple_t<ops::AttentionPrefill<D, 64, 64, HD>, ops::AttentionPrefill<D, 64, 32, HD>,
+                                         ops::AttentionPrefill<D, 128, 64, HD>, ops::AttentionPrefill<D, 128, 32, HD>>,
+                           tuning::kWarps, hana::tuple_c<int, 2, 3>, tuning::kPlainOnly);
+  }
+  template <int HD> static constexpr auto decodeSpace() {
+    namespace hana = boost::hana;
+    return tuning::product(
+        hana::tuple_t<ops::AttentionDecode<D, 32, HD, 32, kMaxSplits>,
+                      ops::AttentionDecode<D, 32, HD, 64, kMaxSplits>, ops::AttentionDecode<D, 64, HD, 64, kMaxSplits>,
+                      ops::AttentionDecode<D, 64, HD, 128, kMaxSplits>>,
+        tuning::kRowWarps, tuning::kNoStages, tuning::kPlainOnly);
   }
 
   NormLinear<D, Epilogue::Bias> qkv_;
@@ -736,6 +1031,21 @@ private:
                      const Tensor<D> &)>
       decodeQkv_;
   int decodeRows_ = 0; ///< steps of up to this many sequences run decodeQkv_
+  using QkvSite = Tunable<const CausalSelfAttention &, Context &, const Tensor<D> &,
+                          const Tensor<i32> &, const Tensor<D> &>;
+  QkvSite qkv1_, qkv8_;
+  std::function<void(CausalSelfAttention &, Context &, const Tensor<D> &, const Tensor<i32> &,
+                     const Tensor<D> &, bool)>
+      decodeQkvTuner_;
+  using PrefillSite = Tunable<const CausalSelfAttention &, Context &, const Tensor<D> &,
+                              const Tensor<D> &, const Packing &>;
+  std::map<int64_t, PrefillSite> prefillTuned_; ///< by the bucket of the longest prompt
+  Tunable<const CausalSelfAttention &, Context &, const Workspace<D> &, const Tensor<i32> &, int64_t>
+      decodeTuned_;
+  // Tunes the attention kernels: prefill for a prompt of `rows` tokens
+  // (rows > 0), decode for B sequences (B > 0).
+  std::function<void(CausalSelfAttention &, Context &, const Workspace<D> &, int64_t, int64_t, bool)>
+      attentionTuner_;
 };
 
 /// `x += proj(gelu(fc(layernorm(x))))` with a hidden layer of H features.
@@ -756,6 +1066,13 @@ public:
     fc_.tune(ctx, ws.normed, ws.hidden, cached_only);
     proj_.tune(ctx, ws.hidden, x, cached_only);
   }
+  /// Tunes the decode-step kernels x.dim(0) rows run (overwriting x and
+  /// the workspace).
+  void tune_decode(Context &ctx, const Tensor<D> &x, const Workspace<D> &ws, bool cached_only = false) {
+    Tensor<D> hidden = ws.hidden.rows(0, x.dim(0));
+    fc_.tune_decode(ctx, x, hidden, cached_only);
+    proj_.tune_decode(ctx, hidden, x, cached_only);
+  }
 
 private:
   NormLinear<D, Epilogue::BiasGelu> fc_;
@@ -774,6 +1091,12 @@ public:
   void tune(Context &ctx, const Tensor<D> &x, const Workspace<D> &ws, bool cached_only = false) {
     attn_.tune(ctx, x, ws, cached_only);
     mlp_.tune(ctx, x, ws, cached_only);
+  }
+  /// Tunes the kernels of a decode step of x.dim(0) sequences, overwriting
+  /// x, the workspace and the cache.
+  void tune_decode(Context &ctx, const Tensor<D> &x, const Workspace<D> &ws, bool cached_only = false) {
+    attn_.tune_decode(ctx, x, ws, cached_only);
+    mlp_.tune_decode(ctx, x, ws, cached_only);
   }
 
   void prefill(Context &ctx, const Tensor<D> &x, const Packing &p, const Workspace<D> &ws) const {
@@ -822,7 +1145,14 @@ public:
   int64_t vocab() const { return linear_.out_features(); }
   /// Tunes the head's product for normed.dim(0) rows (both tensors overwritten).
   void tune(Context &ctx, const Tensor<D> &normed, const Tensor<D> &logits, bool cached_only = false) {
+    ln_.tune(ctx, normed, normed, cached_only);
     linear_.tune(ctx, normed, logits, cached_only);
+  }
+  /// Tunes the kernels a decode step of normed.dim(0) rows runs (the
+  /// layernorm, the 1-row product; both tensors overwritten).
+  void tune_decode(Context &ctx, const Tensor<D> &normed, const Tensor<D> &logits, bool cached_only = false) {
+    ln_.tune(ctx, normed, normed, cached_only);
+    linear_.tune_decode(ctx, normed, logits, cached_only);
   }
 
   /// logits [R, V] of x [R, C], normalising into `normed` [R, C].

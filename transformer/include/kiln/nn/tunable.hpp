@@ -1,0 +1,84 @@
+//===- tunable.hpp - a launch site whose kernel is tuned from a space ------===//
+//
+//   // One site: the decode step's 8-row product. Its space, its launch:
+//   Tunable<const Linear &, Context &, const Tensor<D> &> site;
+//   auto launch = []<class K>(const Kernel<K> &k, const Linear &self, Context &c,
+//                             const Tensor<D> &x) { k.launch(Grid(...), ...); };
+//   site.tune(ctx, space, "fc_decode8", "fc_decode8 8x768x3072", cached_only, launch,
+//             *this, ctx, x);                    // times every candidate on x
+//   if (site) site(*this, ctx, x);              // launches the winner
+//
+// A block keeps its heuristic kernel (a Handle, compiled with the others)
+// and, once tuned, a Tunable that launches the winner of a declared space
+// (tuning::product) instead. `launch` is a stateless generic lambda: it is
+// instantiated for every kernel type of the space, called with the tuning's
+// arguments while candidates are timed and with the block's arguments after.
+// Tuning runs once per context and key (every layer's projection shares
+// one winner), and winners persist per (space, key, GPU, compiler).
+//
+//===----------------------------------------------------------------------===//
+#pragma once
+
+#include "kiln/nn/context.hpp"
+
+#include "kiln/autotuner/space.hpp"
+
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <tuple>
+#include <typeinfo>
+
+namespace kiln::nn {
+
+template <class... A> class Tunable {
+public:
+  using Launch = std::function<void(const CompiledKernel &, A...)>;
+
+  /// Whether tune() found a winner (the site launches it).
+  explicit operator bool() const { return bool(tuned_); }
+  const Tuned *tuned() const { return tuned_.get(); }
+
+  /// Launches the winner.
+  void operator()(A... a) const { launch_(tuned_->kernel(), a...); }
+
+  /// Tunes the candidates of `space` for problem `key` (its shapes), timing
+  /// `launch` with `args`, or with `cached_only` reads back a persisted
+  /// winner (times nothing). True when the site now has a winner.
+  template <class Space, class Site>
+  bool tune(Context &ctx, Space space, const std::string &role, const std::string &key,
+            bool cached_only, Site launch, A... args) {
+    std::map<std::string, Launch> launchers;
+    tuning::for_each_candidate(space, ctx.target(),
+                               [&]<class K>(const CompileOptions &, const std::string &label) {
+                                 launchers[label] = [launch](const CompiledKernel &k, A... a) {
+                                   launch(static_cast<const Kernel<K> &>(k), a...);
+                                 };
+                               });
+    std::tuple<A...> held(args...);
+    auto timed = [launch, held](const auto &k) {
+      std::apply([&](auto &&...a) { launch(k, a...); }, held);
+    };
+    std::string shared = key + " " + typeid(Space).name() + (cached_only ? " cached" : "");
+    auto t = ctx.tuned(shared, role, [&]() -> std::optional<Tuned> {
+      if (cached_only)
+        return tuning::cached(space, ctx.target(), key, timed);
+      return tuning::autotune(space, ctx.target(), key, timed);
+    });
+    if (!t)
+      return false;
+    auto found = launchers.find(t->label());
+    if (found == launchers.end())
+      throw Error("nn: the tuned kernel " + t->label() + " of " + key + " is not in its space");
+    tuned_ = std::move(t);
+    launch_ = found->second;
+    return true;
+  }
+
+private:
+  std::shared_ptr<const Tuned> tuned_;
+  Launch launch_;
+};
+
+} // namespace kiln::nn
