@@ -157,7 +157,7 @@ int main(int argc, char **argv) {
     app.add_flag("--compare", compare, "every mode side by side, prompts of 16, 64 and 256 tokens");
     app.add_option("--batch", compareBatch, "sequences per generation with --compare (1)");
     app.add_flag("--cold", cold, "with --compare: an empty kernel and tuning cache per mode");
-    int decodeRows = 8;
+    int decodeRows = gpt2::ModelOptions{}.decode_kernel_rows;
     app.add_option("--decode-kernel-rows", decodeRows,
                    "steps of up to this many sequences on the decode-step kernels (8, 1 or 0)");
     if (!tool::parse(app, argc, argv))

@@ -484,7 +484,7 @@ private:
       auto site = []<class KK>(const Kernel<KK> &k, const Linear &s, Context &cc, const Tensor<D> &xx,
                                const Tensor<D> *res, const Tensor<D> &o) {
         s.withDecodeArgs<KK>(xx, res, o, [&](const Grid &g, const auto &...a) { k.launch(g, a...); });
-        cc.count_launch(s.options_.role);
+        cc.count_launch(s.options_.role + (KK::BM == 1 ? "_decode1" : "_decode8"));
       };
       auto tuneRows = [&]<int R>(DecodeSite &into, const char *suffix) {
         int64_t rows = x.dim(0);
@@ -616,7 +616,7 @@ public:
           auto site = []<class KK>(const Kernel<KK> &k, const NormLinear &s, Context &cc,
                                    const Tensor<D> &xx, const Tensor<D> &o) {
             s.withArgs<KK>(xx, o, [&](const Grid &g, const auto &...a) { k.launch(g, a...); });
-            cc.count_launch(s.role_);
+            cc.count_launch(s.role_ + (KK::BM == 1 ? "_decode1" : "_decode8"));
           };
           auto tuneRows = [&]<int R>(Site &into, const char *suffix) {
             int64_t rows = x.dim(0);
@@ -815,7 +815,7 @@ public:
           auto site = []<class KK>(const Kernel<KK> &k, const CausalSelfAttention &a, Context &cc,
                                    const Tensor<D> &xx, const Tensor<i32> &p, const Tensor<D> &o) {
             a.withDecodeQkvArgs<KK>(xx, p, o, [&](const Grid &g, const auto &...args) { k.launch(g, args...); });
-            cc.count_launch("decode_qkv");
+            cc.count_launch(KK::BM == 1 ? "decode_qkv1" : "decode_qkv8");
           };
           auto tuneRows = [&]<int R>(QkvSite &into, const char *role) {
             int64_t rows = x.dim(0);
@@ -867,7 +867,11 @@ public:
     auto t = prefillTuned_.find(detail::rowsBucket(longest));
     return t == prefillTuned_.end() ? nullptr : t->second.tuned();
   }
-  const Tuned *decode_tuned() const { return decodeTuned_.tuned(); }
+  /// The tuned decode attention of steps of B sequences; null: heuristic.
+  const Tuned *decode_tuned(int64_t B = 1) const {
+    auto t = decodeTuned_.find(B);
+    return t == decodeTuned_.end() ? nullptr : t->second.tuned();
+  }
 
   /// A packed prefill of x [R, C]; fills the cache rows of its prompts.
   void prefill(Context &ctx, const Tensor<D> &x, const Packing &p, const Workspace<D> &ws) const {
@@ -930,7 +934,7 @@ private:
             self.prefillTuned_[bucket] = into;
         }
       }
-      if (B > 0 && !self.decodeTuned_) {
+      if (B > 0 && !self.decodeTuned_.count(std::min(B, self.cache_.batch()))) {
         // Every sequence halfway through the cache.
         int64_t n = std::min(B, self.cache_.batch());
         Tensor<i32> pos(t, {n});
@@ -941,8 +945,9 @@ private:
         };
         std::string key = "attention_decode " + std::to_string(n) + "x" + std::to_string(self.cache_.context()) +
                           "x" + shape;
-        self.decodeTuned_.tune(c, decodeSpace<HD>(), "attention_decode", key, cachedOnly, site, self, c,
-                               ws, pos, n);
+        DecodeSite into;
+        if (into.tune(c, decodeSpace<HD>(), "attention_decode", key, cachedOnly, site, self, c, ws, pos, n))
+          self.decodeTuned_[n] = into;
       }
     };
     prefillAttention_ = [pre](const CausalSelfAttention &a, Context &c, const Tensor<D> &qkv,
@@ -955,8 +960,8 @@ private:
     };
     decodeAttention_ = [dec](const CausalSelfAttention &a, Context &c, const Workspace<D> &ws,
                              const Tensor<i32> &pos, int64_t B) {
-      if (a.decodeTuned_)
-        return a.decodeTuned_(a, c, ws, pos, B);
+      if (auto t = a.decodeTuned_.find(B); t != a.decodeTuned_.end())
+        return t->second(a, c, ws, pos, B);
       dec(c, Grid(uint32_t(B), uint32_t(a.heads_), uint32_t(a.splits())), ws.qkv.data(),
           a.cache_.k.data(), a.cache_.v.data(), ws.parts.data(), ws.counter.data(), ws.att.data(),
           pos.data(), int(a.features()), int(a.cache_.context()), a.scale());
@@ -1040,8 +1045,9 @@ private:
   using PrefillSite = Tunable<const CausalSelfAttention &, Context &, const Tensor<D> &,
                               const Tensor<D> &, const Packing &>;
   std::map<int64_t, PrefillSite> prefillTuned_; ///< by the bucket of the longest prompt
-  Tunable<const CausalSelfAttention &, Context &, const Workspace<D> &, const Tensor<i32> &, int64_t>
-      decodeTuned_;
+  using DecodeSite =
+      Tunable<const CausalSelfAttention &, Context &, const Workspace<D> &, const Tensor<i32> &, int64_t>;
+  std::map<int64_t, DecodeSite> decodeTuned_; ///< by sequences per step
   // Tunes the attention kernels: prefill for a prompt of `rows` tokens
   // (rows > 0), decode for B sequences (B > 0).
   std::function<void(CausalSelfAttention &, Context &, const Workspace<D> &, int64_t, int64_t, bool)>
