@@ -264,11 +264,13 @@ TEST_CASE("modes: max-autotune tunes every kernel of a prefill and a decode step
         out += (out.empty() ? "" : " ") + k.role;
     return out;
   };
-  // A prefill's kernels: attention, the layernorm (one kernel for all 25),
-  // the products.
-  const std::string products = "attention_prefill attn_proj fc_gelu layernorm lm_head mlp_proj qkv";
-  // A decode step's (one sequence): the 1-row kernels and attention.
-  const std::string decode = "attention_decode attn_proj_decode1 decode_qkv1 fc_gelu_decode1 "
+  // A prefill's kernels: the embedding, attention, the cache write, the
+  // layernorm (one kernel for all 25), the products, the last rows' gather.
+  const std::string products = "attention_prefill attn_proj embedding fc_gelu gather kv_write layernorm "
+                               "lm_head mlp_proj qkv";
+  // A decode step's (one sequence): the 1-row kernels, attention, argmax
+  // (the embedding and the layernorm share the prefill's 16-row tuning).
+  const std::string decode = "argmax attention_decode attn_proj_decode1 decode_qkv1 fc_gelu_decode1 "
                              "lm_head_decode1 mlp_proj_decode1";
   {
     Model tuned(w, target(), Precision::F32, apply_mode(Mode::MaxAutotune, {}));

@@ -17,6 +17,7 @@
 #include "kiln/nn/blocks.hpp"
 #include "kiln/runtime/cuda.hpp"
 
+#include <algorithm>
 #include <bit>
 #include <chrono>
 #include <cmath>
@@ -225,8 +226,13 @@ template <class D> struct ModelImpl final : Model::Impl {
       return;
     configured.insert({rows, head});
     nn::Workspace<D> w = ws.rows(rows);
+    // Token ids and positions 0, 1, 2, ... (valid ones) for the row kernels.
+    int64_t valid = std::min({rows, int64_t(Tmax), int64_t(cfg.vocab_size)});
+    embedding->tune(ctx, ws.iota.rows(0, valid), ws.iota.rows(0, valid), x.rows(0, valid), cachedOnly);
     for (nn::TransformerBlock<D> &layer : layers)
       layer.tune(ctx, x.rows(0, rows), w, cachedOnly);
+    int64_t gathered = std::min(head, rows);
+    gather->tune(ctx, x.rows(0, rows), ws.iota.rows(0, gathered), ws.att.rows(0, gathered), cachedOnly);
     lmHead->tune(ctx, ws.normed.rows(0, head), logitsBuf.rows(0, head), cachedOnly);
     recordKernels();
   }
@@ -242,9 +248,12 @@ template <class D> struct ModelImpl final : Model::Impl {
     configuredDecode.insert(B);
     bool cachedOnly = opts.tuning == Tuning::Cached;
     nn::Workspace<D> w = ws.rows(B);
+    int64_t valid = std::min({B, int64_t(Tmax), int64_t(cfg.vocab_size)});
+    embedding->tune(ctx, ws.iota.rows(0, valid), ws.iota.rows(0, valid), x.rows(0, valid), cachedOnly);
     for (nn::TransformerBlock<D> &layer : layers)
       layer.tune_decode(ctx, x.rows(0, B), w, cachedOnly);
     lmHead->tune_decode(ctx, ws.normed.rows(0, B), logitsBuf.rows(0, B), cachedOnly);
+    sampler->tune(ctx, logitsBuf.rows(0, B), next.rows(0, B), pos.rows(0, B), cachedOnly);
     recordKernels();
   }
 

@@ -35,6 +35,7 @@
 #include "kiln/ops/layernorm.hpp"
 #include "kiln/ops/matmul.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <initializer_list>
 #include <map>
@@ -141,6 +142,14 @@ inline int64_t rowsBucket(int64_t rows) {
   return b;
 }
 
+/// A row-wise kernel Op<D, BLOCK> (a program per row, BLOCK columns at a
+/// time) over BLOCK in {256, 512, 1024} and `warps`.
+template <template <class, int> class Op, class D, class Warps>
+constexpr auto rowSpace(Warps warps) {
+  return tuning::product(boost::hana::tuple_t<Op<D, 256>, Op<D, 512>, Op<D, 1024>>, warps,
+                         tuning::kNoStages, tuning::kPlainOnly);
+}
+
 /// "role RxKxN", the key of a tuned product.
 inline std::string productKey(const std::string &role, int64_t rows, int64_t k, int64_t n) {
   return role + " " + std::to_string(rows) + "x" + std::to_string(k) + "x" + std::to_string(n);
@@ -181,13 +190,41 @@ public:
     expect(tokens, {kAny}, "nn::Embedding", "tokens");
     expect(positions, {R}, "nn::Embedding", "positions");
     expect(out, {R, C}, "nn::Embedding", "out");
-    kernel_(ctx, Grid(uint32_t(R)), tokens.data(), positions.data(), wte_.data(), wpe_.data(),
-            out.data(), int(C));
+    if (auto t = tuned_.find(detail::rowsBucket(R)); t != tuned_.end())
+      return t->second(*this, ctx, tokens, positions, out);
+    launch(kernel_.kernel(), ctx, tokens, positions, out);
+  }
+
+  /// Tunes launches of tokens.dim(0) rows (their row bucket) over
+  /// detail::rowSpace (columns per sweep x warps), writing `out`; token ids
+  /// and positions must be valid.
+  void tune(Context &ctx, const Tensor<i32> &tokens, const Tensor<i32> &positions, const Tensor<D> &out,
+            bool cached_only = false) {
+    int64_t bucket = detail::rowsBucket(tokens.dim(0));
+    if (tuned_.count(bucket))
+      return;
+    auto site = []<class K>(const Kernel<K> &k, const Embedding &self, Context &c, const Tensor<i32> &t,
+                            const Tensor<i32> &p, const Tensor<D> &o) { self.launch(k, c, t, p, o); };
+    Site into;
+    std::string key = "embedding " + std::to_string(bucket) + "x" + std::to_string(features());
+    if (into.tune(ctx, detail::rowSpace<ops::Embedding, D>(tuning::kRowWarps), "embedding", key,
+                  cached_only, site, *this, ctx, tokens, positions, out))
+      tuned_[bucket] = into;
   }
 
 private:
+  template <class K>
+  void launch(const Kernel<K> &k, Context &ctx, const Tensor<i32> &tokens, const Tensor<i32> &positions,
+              const Tensor<D> &out) const {
+    k.launch(Grid(uint32_t(tokens.dim(0))), tokens.data(), positions.data(), wte_.data(), wpe_.data(),
+             out.data(), int(features()));
+    ctx.count_launch("embedding");
+  }
+
+  using Site = Tunable<const Embedding &, Context &, const Tensor<i32> &, const Tensor<i32> &, const Tensor<D> &>;
   Tensor<D> wte_, wpe_;
   Handle<ops::Embedding<D, 256>> kernel_;
+  std::map<int64_t, Site> tuned_; ///< by row bucket
 };
 
 /// `y = (x - mean) / sqrt(var + eps) * weight + bias` over each row of C
@@ -849,6 +886,7 @@ public:
   void tune(Context &ctx, const Tensor<D> &x, const Workspace<D> &ws, bool cached_only = false) {
     qkv_.tune(ctx, ws.normed, ws.qkv, cached_only);
     proj_.tune(ctx, ws.att, x, cached_only);
+    tuneCacheWrite(ctx, ws, x.dim(0), cached_only);
     attentionTuner_(*this, ctx, ws, x.dim(0), 0, cached_only);
   }
   /// Tunes the kernels of a decode step of x.dim(0) sequences: the fused
@@ -858,6 +896,8 @@ public:
     int64_t B = x.dim(0);
     if (decodeQkvTuner_ && B <= decodeRows_)
       decodeQkvTuner_(*this, ctx, x, ws.iota.rows(0, B), ws.qkv, cached_only);
+    else
+      tuneCacheWrite(ctx, ws, B, cached_only);
     attentionTuner_(*this, ctx, ws, 0, B, cached_only);
     proj_.tune_decode(ctx, ws.att.rows(0, B), x, cached_only);
   }
@@ -875,18 +915,15 @@ public:
 
   /// A packed prefill of x [R, C]; fills the cache rows of its prompts.
   void prefill(Context &ctx, const Tensor<D> &x, const Packing &p, const Workspace<D> &ws) const {
-    int C = int(features()), Tmax = int(cache_.context());
     int64_t R = x.dim(0);
     qkv_(ctx, x, ws.normed, ws.qkv);
-    kvWrite_(ctx, Grid(uint32_t(R)), ws.qkv.data(), p.seq.data(), p.pos.data(), cache_.k.data(),
-             cache_.v.data(), C, Tmax);
+    writeCache(ctx, ws.qkv.rows(0, R), p.seq, p.pos);
     prefillAttention_(*this, ctx, ws.qkv, ws.att, p);
     proj_(ctx, ws.att, x, x);
   }
 
   /// A decode step of x [B, C]: row b is sequence b's token at pos[b].
   void decode(Context &ctx, const Tensor<D> &x, const Tensor<i32> &pos, const Workspace<D> &ws) const {
-    int C = int(features()), Tmax = int(cache_.context());
     int64_t B = x.dim(0);
     expect(pos, {B}, "nn::CausalSelfAttention", "pos");
     if (B > cache_.batch())
@@ -896,8 +933,7 @@ public:
       decodeQkv_(*this, ctx, x, pos, ws.qkv);
     } else {
       qkv_(ctx, x, ws.normed, ws.qkv);
-      kvWrite_(ctx, Grid(uint32_t(B)), ws.qkv.data(), ws.iota.data(), pos.data(),
-               cache_.k.data(), cache_.v.data(), C, Tmax);
+      writeCache(ctx, ws.qkv.rows(0, B), ws.iota.rows(0, B), pos);
     }
     decodeAttention_(*this, ctx, ws, pos, B);
     proj_(ctx, ws.att, x, x);
@@ -983,6 +1019,38 @@ private:
     withDecodeQkvArgs<KK>(x, pos, qkv, [&](const Grid &g, const auto &...a) { k(ctx, g, a...); });
   }
 
+  /// Copies the k and v parts of each row of qkv into the cache at
+  /// (seq[r], pos[r]).
+  void writeCache(Context &ctx, const Tensor<D> &qkv, const Tensor<i32> &seq, const Tensor<i32> &pos) const {
+    if (auto t = kvTuned_.find(detail::rowsBucket(qkv.dim(0))); t != kvTuned_.end())
+      return t->second(*this, ctx, qkv, seq, pos);
+    launchCacheWrite(kvWrite_.kernel(), ctx, qkv, seq, pos);
+  }
+  template <class K>
+  void launchCacheWrite(const Kernel<K> &k, Context &ctx, const Tensor<D> &qkv, const Tensor<i32> &seq,
+                        const Tensor<i32> &pos) const {
+    k.launch(Grid(uint32_t(qkv.dim(0))), qkv.data(), seq.data(), pos.data(), cache_.k.data(),
+             cache_.v.data(), int(features()), int(cache_.context()));
+    ctx.count_launch("kv_write");
+  }
+  /// Tunes the cache write of `rows` rows (sequence 0, positions 0 ..
+  /// rows - 1, at most the cache's length) from ws.qkv.
+  void tuneCacheWrite(Context &ctx, const Workspace<D> &ws, int64_t rows, bool cachedOnly) {
+    int64_t n = std::min(rows, cache_.context());
+    int64_t bucket = detail::rowsBucket(n);
+    if (n < 1 || kvTuned_.count(bucket))
+      return;
+    Tensor<i32> seq(ctx.target(), {n});
+    seq.copy_from(std::vector<int32_t>(std::size_t(n), 0));
+    auto site = []<class K>(const Kernel<K> &k, const CausalSelfAttention &a, Context &c, const Tensor<D> &q,
+                            const Tensor<i32> &s, const Tensor<i32> &p) { a.launchCacheWrite(k, c, q, s, p); };
+    KvSite into;
+    std::string key = "kv_write " + std::to_string(bucket) + "x" + std::to_string(features());
+    if (into.tune(ctx, detail::rowSpace<ops::KvWrite, D>(tuning::kRowWarps), "kv_write", key, cachedOnly,
+                  site, *this, ctx, ws.qkv.rows(0, n), seq, ws.iota.rows(0, n)))
+      kvTuned_[bucket] = into;
+  }
+
   /// Arguments of the attention kernels, for a kernel type K.
   template <class K>
   void launchPrefillAttention(const Kernel<K> &k, Context &c, const Tensor<D> &qkv,
@@ -1048,6 +1116,9 @@ private:
   using DecodeSite =
       Tunable<const CausalSelfAttention &, Context &, const Workspace<D> &, const Tensor<i32> &, int64_t>;
   std::map<int64_t, DecodeSite> decodeTuned_; ///< by sequences per step
+  using KvSite = Tunable<const CausalSelfAttention &, Context &, const Tensor<D> &, const Tensor<i32> &,
+                         const Tensor<i32> &>;
+  std::map<int64_t, KvSite> kvTuned_; ///< by row bucket
   // Tunes the attention kernels: prefill for a prompt of `rows` tokens
   // (rows > 0), decode for B sequences (B > 0).
   std::function<void(CausalSelfAttention &, Context &, const Workspace<D> &, int64_t, int64_t, bool)>
@@ -1129,11 +1200,35 @@ public:
   explicit GatherRows(Context &ctx) : kernel_(ctx.kernel<ops::GatherRows<D, 256>>("gather")) {}
   void operator()(Context &ctx, const Tensor<D> &src, const Tensor<i32> &index, const Tensor<D> &dst) const {
     expect(dst, {index.dim(0), src.dim(1)}, "nn::GatherRows", "dst");
-    kernel_(ctx, Grid(uint32_t(index.dim(0))), src.data(), index.data(), dst.data(), int(src.dim(1)));
+    if (auto t = tuned_.find(detail::rowsBucket(index.dim(0))); t != tuned_.end())
+      return t->second(*this, ctx, src, index, dst);
+    launch(kernel_.kernel(), ctx, src, index, dst);
+  }
+  /// Tunes gathers of index.dim(0) rows (their bucket); indices must be valid.
+  void tune(Context &ctx, const Tensor<D> &src, const Tensor<i32> &index, const Tensor<D> &dst,
+            bool cached_only = false) {
+    int64_t bucket = detail::rowsBucket(index.dim(0));
+    if (tuned_.count(bucket))
+      return;
+    auto site = []<class K>(const Kernel<K> &k, const GatherRows &self, Context &c, const Tensor<D> &s,
+                            const Tensor<i32> &i, const Tensor<D> &d) { self.launch(k, c, s, i, d); };
+    Site into;
+    std::string key = "gather " + std::to_string(bucket) + "x" + std::to_string(src.dim(1));
+    if (into.tune(ctx, detail::rowSpace<ops::GatherRows, D>(tuning::kRowWarps), "gather", key, cached_only,
+                  site, *this, ctx, src, index, dst))
+      tuned_[bucket] = into;
   }
 
 private:
+  template <class K>
+  void launch(const Kernel<K> &k, Context &ctx, const Tensor<D> &src, const Tensor<i32> &index,
+              const Tensor<D> &dst) const {
+    k.launch(Grid(uint32_t(index.dim(0))), src.data(), index.data(), dst.data(), int(src.dim(1)));
+    ctx.count_launch("gather");
+  }
+  using Site = Tunable<const GatherRows &, Context &, const Tensor<D> &, const Tensor<i32> &, const Tensor<D> &>;
   Handle<ops::GatherRows<D, 256>> kernel_;
+  std::map<int64_t, Site> tuned_; ///< by row bucket
 };
 
 /// `logits = layernorm(x) @ wte^T`, the head tied to the embedding. One row
@@ -1201,14 +1296,40 @@ public:
       throw Error("nn::Sampler: " + std::to_string(R) + " tokens from " +
                   std::to_string(logits.dim(0)) + " rows of logits");
     expect(pos, {R}, "nn::Sampler", "pos");
-    if (!(o.temperature > 0))
+    if (!(o.temperature > 0) && argmaxTuned_)
+      argmaxTuned_(*this, ctx, logits, next, pos, advance);
+    else if (!(o.temperature > 0))
       argmax_(ctx, Grid(uint32_t(R)), logits.data(), next.data(), pos.data(), V, V, advance);
     else
       sample_(ctx, Grid(uint32_t(R)), logits.data(), next.data(), pos.data(), V, V, advance,
               o.temperature, o.top_k, o.top_p, int(o.seed));
   }
 
+  /// Tunes greedy choices of next.dim(0) rows of logits over the columns
+  /// swept at a time ({2048, 4096, 8192}) and warps ({4, 8}); writes `next`,
+  /// leaves `pos` as it is. Sampling with a temperature keeps its kernel.
+  void tune(Context &ctx, const Tensor<D> &logits, const Tensor<i32> &next, const Tensor<i32> &pos,
+            bool cached_only = false) {
+    if (argmaxTuned_)
+      return;
+    namespace hana = boost::hana;
+    auto space = tuning::product(
+        hana::tuple_t<ops::ArgmaxRows<D, 2048>, ops::ArgmaxRows<D, 4096>, ops::ArgmaxRows<D, 8192>>,
+        tuning::kWarps, tuning::kNoStages, tuning::kPlainOnly);
+    auto site = []<class K>(const Kernel<K> &k, const Sampler &, Context &c, const Tensor<D> &l,
+                            const Tensor<i32> &n, const Tensor<i32> &p, int advance) {
+      int V = int(l.dim(1));
+      k.launch(Grid(uint32_t(n.dim(0))), l.data(), n.data(), p.data(), V, V, advance);
+      c.count_launch("argmax");
+    };
+    std::string key = "argmax " + std::to_string(next.dim(0)) + "x" + std::to_string(logits.dim(1));
+    argmaxTuned_.tune(ctx, space, "argmax", key, cached_only, site, *this, ctx,
+                      logits.rows(0, next.dim(0)), next, pos, 0);
+  }
+
 private:
+  Tunable<const Sampler &, Context &, const Tensor<D> &, const Tensor<i32> &, const Tensor<i32> &, int>
+      argmaxTuned_;
   Handle<ops::ArgmaxRows<D, 8192>> argmax_;
   Handle<ops::SampleRows<D, 1024>> sample_;
 };
