@@ -80,13 +80,6 @@ inline constexpr auto kRowWarps = hana::tuple_c<int, 1, 2, 4, 8>;
 inline constexpr auto kNoStages = hana::tuple_c<int, 2>;
 inline constexpr auto kPlainOnly = hana::tuple_c<int, int(Schedule::Plain)>;
 
-/// Whether a kernel whose programs cover `elements` elements of `bytes`
-/// bytes each with `warps` warps gives every thread at least one 16-byte
-/// load, with the plain schedule: what row-wise kernels declare.
-constexpr bool covers(int elements, int bytes, int warps, int stages, int schedule) {
-  return schedule == int(Schedule::Plain) && stages == 2 && elements * bytes >= warps * 32 * 16;
-}
-
 /// Every feasible (kernel type, warps, stages, schedule) of the product, as
 /// a hana tuple of tuples (type, int, int, int), pruned at compile time.
 /// Kernels is a hana tuple of types (hana::tuple_t<...>).

@@ -100,7 +100,7 @@ template <class T, int BM_, int BN_, int D_, bool CAUSAL = true> struct Attentio
 /// max_s m_s. Grid: (B, H, S) with S = cdiv(Tmax, CHUNK) <= SMAX, fixed, so
 /// one captured graph serves every position.
 template <class T, int BN_, int D_, int CHUNK, int SMAX> struct AttentionDecode {
-  static constexpr int BN = BN_, D = D_, Chunk = CHUNK, MaxSplits = SMAX;
+  static constexpr int BN = BN_, D = D_, Chunk = CHUNK;
   static_assert(CHUNK % BN_ == 0, "a chunk is a whole number of key blocks");
   /// Plain schedule, one stage; every thread loads at least 16 bytes of a
   /// key block.

@@ -524,15 +524,13 @@ private:
         cc.count_launch(s.options_.role + (KK::BM == 1 ? "_decode1" : "_decode8"));
       };
       auto tuneRows = [&]<int R>(DecodeSite &into, const char *suffix) {
-        int64_t rows = x.dim(0);
         if (into)
           return;
-        Tensor<D> xr = x.rows(0, rows), o = out.rows(0, rows);
-        const Tensor<D> *res = E == Epilogue::BiasResidual ? &o : nullptr;
+        const Tensor<D> *res = E == Epilogue::BiasResidual ? &out : nullptr;
         std::string role = self.options_.role + suffix;
         into.tune(c, detail::decodeSpace<detail::DecodeLinearOf<D, R, K, false, DE>>(), role,
-                  detail::productKey(role, rows, K, self.out_features()), cachedOnly, site, self, c,
-                  xr, res, o);
+                  detail::productKey(role, x.dim(0), K, self.out_features()), cachedOnly, site, self, c,
+                  x, res, out);
       };
       if (x.dim(0) == 1 && self.decode1_)
         tuneRows.template operator()<1>(self.tunedDecode1_, "_decode1");
@@ -656,13 +654,12 @@ public:
             cc.count_launch(s.role_ + (KK::BM == 1 ? "_decode1" : "_decode8"));
           };
           auto tuneRows = [&]<int R>(Site &into, const char *suffix) {
-            int64_t rows = x.dim(0);
             if (into)
               return;
             std::string role = self.role_ + suffix;
             into.tune(c, detail::decodeSpace<detail::DecodeLinearOf<D, R, K, true, DE>>(), role,
-                      detail::productKey(role, rows, K, self.linear_.out_features()), cachedOnly,
-                      site, self, c, x.rows(0, rows), out.rows(0, rows));
+                      detail::productKey(role, x.dim(0), K, self.linear_.out_features()), cachedOnly,
+                      site, self, c, x, out);
           };
           if (x.dim(0) == 1)
             tuneRows.template operator()<1>(self.tuned1_, "_decode1");
@@ -859,8 +856,8 @@ public:
             if (into)
               return;
             into.tune(c, detail::decodeSpace<detail::DecodeQkvOf<D, R, K>>(), role,
-                      detail::productKey(role, rows, K, 3 * K), cachedOnly, site, self, c,
-                      x.rows(0, rows), pos.rows(0, rows), qkv.rows(0, rows));
+                      detail::productKey(role, rows, K, 3 * K), cachedOnly, site, self, c, x, pos,
+                      qkv.rows(0, rows));
           };
           if (x.dim(0) == 1)
             tuneRows.template operator()<1>(self.qkv1_, "decode_qkv1");
@@ -947,9 +944,10 @@ private:
                          int64_t B, bool cachedOnly) {
       const Target &t = c.target();
       std::string shape = std::to_string(self.heads_) + "x" + std::to_string(HD);
-      if (rows > 0) {
+      int len = int(std::min<int64_t>(rows, self.cache_.context()));
+      int64_t bucket = detail::rowsBucket(len);
+      if (rows > 0 && !self.prefillTuned_.count(bucket)) {
         // One prompt of `rows` tokens (at most the cache's length) in sequence 0.
-        int len = int(std::min<int64_t>(rows, self.cache_.context()));
         Packing p;
         p.starts = Tensor<i32>(t, {1});
         p.lengths = Tensor<i32>(t, {1});
@@ -961,14 +959,11 @@ private:
                                 const Tensor<D> &qkv, const Tensor<D> &att, const Packing &pk) {
           a.launchPrefillAttention(k, cc, qkv, att, pk);
         };
-        int64_t bucket = detail::rowsBucket(len);
-        if (!self.prefillTuned_.count(bucket)) {
-          PrefillSite into;
-          std::string key = "attention_prefill " + std::to_string(bucket) + "x" + shape;
-          if (into.tune(c, prefillSpace<HD>(), "attention_prefill", key, cachedOnly, site, self, c,
-                        ws.qkv, ws.att, p))
-            self.prefillTuned_[bucket] = into;
-        }
+        PrefillSite into;
+        std::string key = "attention_prefill " + std::to_string(bucket) + "x" + shape;
+        if (into.tune(c, prefillSpace<HD>(), "attention_prefill", key, cachedOnly, site, self, c,
+                      ws.qkv, ws.att, p))
+          self.prefillTuned_[bucket] = into;
       }
       if (B > 0 && !self.decodeTuned_.count(std::min(B, self.cache_.batch()))) {
         // Every sequence halfway through the cache.
