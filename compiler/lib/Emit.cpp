@@ -367,6 +367,9 @@ V atomic_add(V p, V value) {
   return wrap(kiln::AtomicAddOp::create(b(), loc(), b().getI32Type(), val(p), val(value)));
 }
 
+void grid_dependency_wait() { kiln::GridDependencyWaitOp::create(b(), loc()); }
+void launch_dependents() { kiln::LaunchDependentsOp::create(b(), loc()); }
+
 V dot(V a, V bv, V acc, bool tf32) {
   Value c = val(acc);
   auto dot = kiln::DotOp::create(b(), loc(), c.getType(), val(a), val(bv), c);

@@ -285,6 +285,9 @@ LogicalResult convertKernel(func::FuncOp f, int threads) {
   }
   int producerThreads = producer ? int(producer.getWarps()) * 32 : 0;
   auto virtualGrid = f->getAttrOfType<IntegerAttr>(kiln::KilnDialect::getVirtualGridAttrName());
+  // A kernel that waits on the grids before it is launched as their
+  // programmatic dependent (kiln_dependent_launch).
+  bool dependent = f.walk([](kiln::GridDependencyWaitOp) { return WalkResult::interrupt(); }).wasInterrupted();
   if (threads + producerThreads > 1024)
     return f.emitError("kernel needs ") << threads + producerThreads << " threads per program (limit 1024)";
   gpuFunc.setKnownBlockSizeAttr(DenseI32ArrayAttr::get(ctx, {threads + producerThreads, 1, 1}));
@@ -422,6 +425,8 @@ LogicalResult convertKernel(func::FuncOp f, int threads) {
     global(kThreadsName, threads + producerThreads);
   if (virtualGrid)
     global(kVirtualGridName, int32_t(virtualGrid.getInt()));
+  if (dependent)
+    global(kDependentLaunchName, 1);
   if (state.smemBytes > 0) {
     b.setInsertionPointToStart(gpuModule.getBody());
     // extern __shared__, sized at launch from kiln_smem_bytes.
@@ -454,6 +459,19 @@ struct ConvertKilnToGpuPass : kiln::impl::ConvertKilnToGpuBase<ConvertKilnToGpuP
     for (func::FuncOp f : kernels)
       if (failed(checkLayouts(f, numWarps)) || failed(checkResources(f, numWarps * 32)))
         return signalPassFailure();
+    // Programmatic dependent launch needs sm_90: before it, kernels are
+    // serialised on the stream and the ops have nothing to do.
+    std::string target = arch;
+    if (target.rfind("sm_", 0) != 0 || std::atoi(target.c_str() + 3) < 90) {
+      SmallVector<Operation *> dependency;
+      for (func::FuncOp f : kernels)
+        f.walk([&](Operation *op) {
+          if (isa<kiln::GridDependencyWaitOp, kiln::LaunchDependentsOp>(op))
+            dependency.push_back(op);
+        });
+      for (Operation *op : dependency)
+        op->erase();
+    }
     for (func::FuncOp f : kernels)
       if (failed(convertKernel(f, numWarps * 32)))
         return signalPassFailure();

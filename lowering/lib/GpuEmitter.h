@@ -59,6 +59,9 @@ inline constexpr const char *kTensorMapArgsName = "kiln.tensormap_args";
 /// persistent kernel was launched for.
 inline constexpr const char *kThreadsName = "kiln_threads";
 inline constexpr const char *kVirtualGridName = "kiln_virtual_grid";
+/// A global present (= 1) when the kernel contains kiln.grid_dependency_wait:
+/// the runtime launches it as a programmatic dependent launch.
+inline constexpr const char *kDependentLaunchName = "kiln_dependent_launch";
 /// The gpu.func attribute giving a kernel's registers per thread at launch
 /// (PTX .maxnreg), set when its warps trade registers (setmaxnreg).
 inline constexpr const char *kMaxRegistersName = "kiln.maxnreg";
@@ -835,6 +838,10 @@ public:
   LogicalResult emitProgramInfo(Operation *op);
   /// Shared-memory barriers and TMA copies (Hopper), as inline PTX.
   LogicalResult emitBarrier(kiln::BarrierOp op);
+  /// Programmatic dependent launch: griddepcontrol.wait (ordered with every
+  /// memory access, like a compiler fence) and griddepcontrol.launch_dependents.
+  LogicalResult emitGridDependencyWait(kiln::GridDependencyWaitOp op);
+  LogicalResult emitLaunchDependents(kiln::LaunchDependentsOp op);
   LogicalResult emitMBarrierInit(kiln::MBarrierInitOp op);
   LogicalResult emitMBarrierArrive(kiln::MBarrierArriveOp op);
   LogicalResult emitMBarrierWait(kiln::MBarrierWaitOp op);

@@ -37,7 +37,7 @@ void kiln::buildGpuKilnToGpuPipeline(OpPassManager &pm, int numWarps, int numSta
               "kiln-coalesce{num-warps=" + warps + "},kiln-accelerate-matmul{arch=" + arch + "}," +
               "kiln-remove-layout-conversions," + (hopper ? "kiln-tma-stores," : "") +
               "canonicalize,cse,kiln-pipeline-mma," + specialize +
-              "convert-kiln-to-gpu{num-warps=" + warps + "},canonicalize{top-down=false},cse");
+              "convert-kiln-to-gpu{num-warps=" + warps + " arch=" + arch + "},canonicalize{top-down=false},cse");
 }
 
 void kiln::buildGpuToNVVMPipeline(OpPassManager &pm) {

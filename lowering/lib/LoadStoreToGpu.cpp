@@ -438,6 +438,16 @@ LogicalResult Emitter::emitBarrier(kiln::BarrierOp) {
   return success();
 }
 
+LogicalResult Emitter::emitGridDependencyWait(kiln::GridDependencyWaitOp) {
+  inlinePtx(b, loc, {}, "griddepcontrol.wait;", "~{memory}");
+  return success();
+}
+
+LogicalResult Emitter::emitLaunchDependents(kiln::LaunchDependentsOp) {
+  inlinePtx(b, loc, {}, "griddepcontrol.launch_dependents;", "~{memory}");
+  return success();
+}
+
 LogicalResult Emitter::emitMBarrierInit(kiln::MBarrierInitOp op) {
   auto ring = cast<kiln::SharedType>(op.getBarriers().getType());
   onlyIf(isZero(state.entryTid), [&] {
@@ -550,6 +560,8 @@ void populateLoadStoreToGpuPatterns(const TypeConverter &converter, LoweringStat
   addPattern<kiln::AsyncWaitOp, &Emitter::emitAsyncGroup>(patterns, converter, state);
   addPattern<kiln::LocalLoadOp, &Emitter::emitLocalLoad>(patterns, converter, state);
   addPattern<kiln::BarrierOp, &Emitter::emitBarrier>(patterns, converter, state);
+  addPattern<kiln::GridDependencyWaitOp, &Emitter::emitGridDependencyWait>(patterns, converter, state);
+  addPattern<kiln::LaunchDependentsOp, &Emitter::emitLaunchDependents>(patterns, converter, state);
   addPattern<kiln::MBarrierInitOp, &Emitter::emitMBarrierInit>(patterns, converter, state);
   addPattern<kiln::MBarrierArriveOp, &Emitter::emitMBarrierArrive>(patterns, converter, state);
   addPattern<kiln::MBarrierWaitOp, &Emitter::emitMBarrierWait>(patterns, converter, state);

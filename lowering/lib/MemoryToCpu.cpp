@@ -138,9 +138,21 @@ struct AtomicAddLowering : OpConversionPattern<kiln::AtomicAddOp> {
   }
 };
 
+/// Kernels run one after another on the CPU: a launch starts when the
+/// previous one has returned, so waiting on it (or letting the next one
+/// start) is nothing.
+template <class Op> struct EraseGridDependency : OpConversionPattern<Op> {
+  using OpConversionPattern<Op>::OpConversionPattern;
+  LogicalResult matchAndRewrite(Op op, typename Op::Adaptor, ConversionPatternRewriter &rewriter) const override {
+    rewriter.eraseOp(op);
+    return success();
+  }
+};
+
 } // namespace
 
 void kiln::populateMemoryToCpuPatterns(CpuTypeConverter &converter, RewritePatternSet &patterns) {
-  patterns.add<AddPtrLowering, LoadLowering, StoreLowering, AtomicAddLowering>(converter,
-                                                                              patterns.getContext());
+  patterns.add<AddPtrLowering, LoadLowering, StoreLowering, AtomicAddLowering,
+               EraseGridDependency<kiln::GridDependencyWaitOp>, EraseGridDependency<kiln::LaunchDependentsOp>>(
+      converter, patterns.getContext());
 }

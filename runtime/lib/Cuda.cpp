@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <dlfcn.h>
 #include <cstdint>
+#include <cstdlib>
+#include <string>
 #include <mutex>
 #include <vector>
 
@@ -19,6 +21,25 @@ using CUfunction = void *;
 using CUstream = void *;
 using CUevent = void *;
 using CUdeviceptr = unsigned long long;
+
+/// cuLaunchKernelEx's configuration (cuda.h's CUlaunchConfig_st and
+/// CUlaunchAttribute_st: an id padded to 8 bytes, then a 64-byte value).
+struct CUlaunchAttribute {
+  int id;
+  char pad[4];
+  union {
+    char bytes[64];
+    int flag;
+  } value;
+};
+struct CUlaunchConfig {
+  unsigned gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY, blockDimZ, sharedMemBytes;
+  CUstream hStream;
+  CUlaunchAttribute *attrs;
+  unsigned numAttrs;
+};
+static_assert(sizeof(CUlaunchAttribute) == 72, "CUlaunchAttribute as cuda.h lays it out");
+constexpr int kProgrammaticStreamSerialization = 6; ///< CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION
 
 struct Driver {
   void *lib = nullptr;
@@ -63,6 +84,9 @@ struct Driver {
   KILN_CU_FN(cuGraphDestroy, void *)
   // CUDA 12+ (Hopper's TMA); null on older drivers, which then launch
   // kernels compiled without TMA.
+  // Optional (dlsym'd alone): a kernel that waits on the previous one is
+  // launched ordinarily without it.
+  KILN_CU_FN(cuLaunchKernelEx, const CUlaunchConfig *, CUfunction, void **, void **)
   KILN_CU_FN(cuTensorMapEncodeTiled, void *, int, unsigned, void *, const unsigned long long *,
              const unsigned long long *, const unsigned *, const unsigned *, int, int, int, int)
 #undef KILN_CU_FN
@@ -108,6 +132,7 @@ struct Driver {
     }
     cuTensorMapEncodeTiled = reinterpret_cast<decltype(cuTensorMapEncodeTiled)>(
         dlsym(lib, "cuTensorMapEncodeTiled"));
+    cuLaunchKernelEx = reinterpret_cast<decltype(cuLaunchKernelEx)>(dlsym(lib, "cuLaunchKernelEx"));
     int count = 0;
     if (cuInit(0) != 0 || cuDeviceGetCount(&count) != 0 || count == 0) {
       error = "the CUDA driver reports no usable GPU";
@@ -353,6 +378,10 @@ struct GpuExecutable::State {
   /// z follow), and how many of its programs fit on the GPU at once.
   int virtualGrid = -1;
   unsigned resident = 0;
+  /// The kernel waits on the grids before it (griddepcontrol.wait): it is
+  /// launched as their programmatic dependent, unless
+  /// KILN_DEPENDENT_LAUNCH=0 asks for ordinary launches.
+  bool dependent = false;
 };
 
 namespace {
@@ -422,6 +451,11 @@ GpuExecutable::GpuExecutable(std::string ptx, std::string name, int threads)
       sharedBytes_(unsigned(recordedOr(ptx_, "kiln_smem_bytes", 0))), state_(std::make_unique<State>()) {
   state_->maps = tensorMapsOf(ptx_);
   state_->virtualGrid = recordedOr(ptx_, "kiln_virtual_grid", -1);
+  static const bool allowed = [] {
+    const char *env = std::getenv("KILN_DEPENDENT_LAUNCH");
+    return !(env && std::string(env) == "0");
+  }();
+  state_->dependent = allowed && recordedOr(ptx_, "kiln_dependent_launch", 0) == 1;
   state_->encoded.resize(state_->maps.size());
 }
 
@@ -549,9 +583,18 @@ bool GpuExecutable::launch(const Grid &grid, std::span<const Param> params,
   if (persistent)
     for (int k = 0; k < 3; ++k)
       ptrs[params.size() + maps.size() + k] = &virtualGrid[k];
-  cuda::check(d.cuLaunchKernel(state_->function, programs, programsY, programsZ, unsigned(threads_), 1, 1,
-                               sharedBytes_, cuda::current_stream(), ptrs.data(), nullptr),
-              "cuLaunchKernel");
+  if (state_->dependent && d.cuLaunchKernelEx) {
+    cuda::CUlaunchAttribute attr{};
+    attr.id = cuda::kProgrammaticStreamSerialization;
+    attr.value.flag = 1;
+    cuda::CUlaunchConfig config{programs, programsY, programsZ, unsigned(threads_), 1, 1, sharedBytes_,
+                          cuda::current_stream(), &attr, 1};
+    cuda::check(d.cuLaunchKernelEx(&config, state_->function, ptrs.data(), nullptr), "cuLaunchKernelEx");
+  } else {
+    cuda::check(d.cuLaunchKernel(state_->function, programs, programsY, programsZ, unsigned(threads_), 1, 1,
+                                 sharedBytes_, cuda::current_stream(), ptrs.data(), nullptr),
+                "cuLaunchKernel");
+  }
   cuda::note_launch();
   return true;
 }

@@ -141,3 +141,16 @@ func.func @test_trans(%t: tensor<4x8xf32>) -> tensor<8x4xf32> {
   %0 = kiln.trans %t : tensor<4x8xf32> -> tensor<8x4xf32>
   return %0 : tensor<8x4xf32>
 }
+
+// -----
+
+// Kernels run one after another on the CPU: waiting on the previous one
+// and letting the next one start are nothing.
+// CHECK-LABEL: func.func @test_grid_dependency
+// CHECK-NOT: kiln.
+// CHECK: return
+func.func @test_grid_dependency() {
+  kiln.launch_dependents
+  kiln.grid_dependency_wait
+  return
+}

@@ -88,3 +88,12 @@ func.func @test_trans(%t: tensor<64x32xf16>) -> tensor<32x64xf16> {
   %0 = kiln.trans %t : tensor<64x32xf16> -> tensor<32x64xf16>
   return %0 : tensor<32x64xf16>
 }
+
+// CHECK-LABEL: func.func @test_grid_dependency
+func.func @test_grid_dependency() attributes {kiln.kernel} {
+  // CHECK: kiln.launch_dependents
+  kiln.launch_dependents
+  // CHECK: kiln.grid_dependency_wait
+  kiln.grid_dependency_wait
+  return
+}

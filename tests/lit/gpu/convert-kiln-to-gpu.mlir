@@ -1,4 +1,5 @@
-// RUN: kiln-opt %s -split-input-file -kiln-coalesce="num-warps=1" -kiln-accelerate-matmul -kiln-remove-layout-conversions -convert-kiln-to-gpu="num-warps=1" | FileCheck %s
+// RUN: kiln-opt %s -split-input-file -kiln-coalesce="num-warps=1" -kiln-accelerate-matmul -kiln-remove-layout-conversions -convert-kiln-to-gpu="num-warps=1 arch=sm_90a" | FileCheck %s
+// RUN: kiln-opt %s -split-input-file -kiln-coalesce="num-warps=1" -kiln-accelerate-matmul -kiln-remove-layout-conversions -convert-kiln-to-gpu="num-warps=1 arch=sm_80" | FileCheck %s --check-prefix=SM80
 
 // A 64-element tile over 32 threads is distributed: each thread holds two
 // consecutive elements (flat 2 * tid, 2 * tid + 1). The pointers are known to
@@ -462,5 +463,43 @@ func.func @test_loop_carried(%x: !kiln.ptr<f32>, %n: i32) attributes {kiln.kerne
     scf.yield %next : tensor<64xf32>
   }
   kiln.store %p, %sum : tensor<64x!kiln.ptr<f32>>
+  return
+}
+
+// -----
+
+// Programmatic dependent launch: the wait and the trigger are PTX fences for
+// every memory access around them (a memory clobber keeps loads of earlier
+// kernels' results after the wait), and the kernel records that the runtime
+// launches it as the dependent of the kernel before it.
+// Before sm_90 kernels are serialised on the stream: both ops lower to
+// nothing and nothing is recorded.
+// SM80-NOT: griddepcontrol
+// SM80-NOT: kiln_dependent_launch
+// CHECK: llvm.mlir.global external constant @kiln_dependent_launch(1 : i32)
+// CHECK-LABEL: gpu.func @test_grid_dependency
+// CHECK: llvm.inline_asm has_side_effects "griddepcontrol.launch_dependents;", "~{memory}"
+// CHECK: llvm.load %{{.*}} : !llvm.ptr<1> -> f32
+// CHECK: llvm.inline_asm has_side_effects "griddepcontrol.wait;", "~{memory}"
+// CHECK: llvm.load %{{.*}} : !llvm.ptr<1> -> f32
+// CHECK: gpu.return
+func.func @test_grid_dependency(%w: !kiln.ptr<f32>, %x: !kiln.ptr<f32>, %y: !kiln.ptr<f32>) attributes {kiln.kernel} {
+  kiln.launch_dependents
+  %a = kiln.load %w : !kiln.ptr<f32>
+  kiln.grid_dependency_wait
+  %b = kiln.load %x : !kiln.ptr<f32>
+  %s = arith.addf %a, %b : f32
+  kiln.store %y, %s : !kiln.ptr<f32>
+  return
+}
+
+// -----
+
+// A kernel without a wait is launched the ordinary way: no record.
+// CHECK-NOT: @kiln_dependent_launch
+// CHECK-LABEL: gpu.func @test_no_grid_dependency
+func.func @test_no_grid_dependency(%x: !kiln.ptr<f32>, %y: !kiln.ptr<f32>) attributes {kiln.kernel} {
+  %b = kiln.load %x : !kiln.ptr<f32>
+  kiln.store %y, %b : !kiln.ptr<f32>
   return
 }

@@ -56,6 +56,8 @@ V addptr(V ptr, V offset);
 V load(V ptr, V mask, V other);
 void store(V ptr, V value, V mask);
 V atomic_add(V ptr, V value);
+void grid_dependency_wait();
+void launch_dependents();
 V dot(V a, V b, V acc, bool tf32 = false);
 V reduce(RedOp op, V v, int axis);
 V argmax(V v, int axis);

@@ -429,6 +429,20 @@ void store(Tile<ptr<E>, D...> p, X value, Tile<i1, M...> mask) {
 /// should also reset the counter for the next launch).
 inline I32 atomic_add(Ptr<i32> p, I32 value) { return I32(detail::atomic_add(p.v, value.v)); }
 
+/// Programmatic dependent launch (Hopper). A kernel that calls
+/// `grid_dependency_wait()` is launched so that its programs may start
+/// while the kernel before it on the stream still runs; the call blocks
+/// until that kernel has completed and its stores are visible. Every
+/// program must call it before it reads anything an earlier kernel writes
+/// and before its first store; loads before it may read only what no kernel
+/// writes (weights), and overlap the previous kernel's tail. Without a wait
+/// a kernel is launched the ordinary way.
+inline void grid_dependency_wait() { detail::grid_dependency_wait(); }
+/// Lets the next kernel on the stream (if it waits with
+/// `grid_dependency_wait()`) launch once every program of this one has
+/// called this or exited; its wait still waits for this kernel to complete.
+inline void launch_dependents() { detail::launch_dependents(); }
+
 //===----------------------------------------------------------------------===//
 // Matrix product and reductions
 //===----------------------------------------------------------------------===//

@@ -486,7 +486,10 @@ def ConvertKilnToGpu : Pass<"convert-kiln-to-gpu", "mlir::ModuleOp"> {
     gpu.module @kiln { gpu.func @k(%x: i64) kernel attributes {known_block_size = array<i32: 128, 1, 1>} { ... } }
     ```
   }];
-  let options = [Option<"numWarps", "num-warps", "int", "4", "warps per program (CTA)">];
+  let options = [Option<"numWarps", "num-warps", "int", "4", "warps per program (CTA)">,
+                 Option<"arch", "arch", "std::string", "\"sm_80\"",
+                        "CUDA architecture: below sm_90, kiln.grid_dependency_wait and "
+                        "kiln.launch_dependents lower to nothing (no programmatic dependent launch)">];
   let dependentDialects = ["::mlir::gpu::GPUDialect", "::mlir::LLVM::LLVMDialect",
                            "::mlir::NVVM::NVVMDialect",
                            "::mlir::arith::ArithDialect", "::mlir::scf::SCFDialect",

@@ -335,6 +335,36 @@ def Kiln_BarrierOp : Kiln_Op<"barrier"> {
   let assemblyFormat = "attr-dict";
 }
 
+// Programmatic dependent launch: a kernel that waits on the grids before it
+// may be launched while they still run, so that its prologue (its launch,
+// loads of data no earlier kernel writes) overlaps their tail.
+
+def Kiln_GridDependencyWaitOp : Kiln_Op<"grid_dependency_wait"> {
+  let summary = "wait until the kernels launched before this one have completed";
+  let description = [{
+    Blocks until every kernel this launch depends on (the one before it on
+    the stream) has completed and its memory operations are visible. A
+    kernel containing this op is launched as a programmatic dependent launch:
+    its programs may start before the previous kernel ends, so every program
+    must execute this op before it reads anything an earlier kernel writes
+    and before any store. Loads before it may only read data that no kernel
+    of the stream writes (weights, biases).
+  }];
+  let assemblyFormat = "attr-dict";
+}
+
+def Kiln_LaunchDependentsOp : Kiln_Op<"launch_dependents"> {
+  let summary = "allow the next kernel on the stream to start launching";
+  let description = [{
+    Once every program of this kernel has executed it (or exited), the next
+    kernel, if it waits with `kiln.grid_dependency_wait`, may be launched:
+    its programs run their prologue while this kernel finishes. It says
+    nothing about this kernel's stores: the next kernel's wait still waits
+    for this kernel to complete.
+  }];
+  let assemblyFormat = "attr-dict";
+}
+
 // Hopper's Tensor Memory Accelerator: bulk tensor copies that complete on
 // shared-memory barriers (mbarrier). A ring of barriers is a
 // `!kiln.shared<N x 1 x i64>`: barrier i is buffer i.

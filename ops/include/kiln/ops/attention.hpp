@@ -109,6 +109,9 @@ template <class T, int BN_, int D_, int CHUNK, int SMAX> struct AttentionDecode 
   }
   void operator()(Ptr<T> qkv, Ptr<T> kc, Ptr<T> vc, Ptr<f32> part, Ptr<i32> counter, Ptr<T> out,
                   Ptr<i32> pos, I32 C, I32 Tmax, F32 scale) const {
+    // A decode-step kernel: launched while the QKV projection ends.
+    launch_dependents();
+    grid_dependency_wait();
     auto b = program_id(0), h = program_id(1), s = program_id(2);
     auto H = num_programs(1), S = num_programs(2);
     auto len = load(pos + b) + 1;

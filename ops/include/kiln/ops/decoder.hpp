@@ -9,6 +9,11 @@
 
 namespace kiln::ops {
 
+// The kernels of a decode step wait on the kernel before them
+// (grid_dependency_wait) rather than being serialised after it, and let the
+// next one launch at once (launch_dependents): each launch overlaps the
+// previous kernel's tail.
+
 /// `out[r] = wte[tok[r]] + wpe[pos[r]]` over rows of C columns. Grid: (rows).
 template <class T, int BLOCK> struct Embedding {
   /// Plain schedule, one stage, at least one element a thread.
@@ -16,6 +21,8 @@ template <class T, int BLOCK> struct Embedding {
     return schedule == 0 && stages == 2 && BLOCK >= warps * 32;
   }
   void operator()(Ptr<i32> tok, Ptr<i32> pos, Ptr<T> wte, Ptr<T> wpe, Ptr<T> out, I32 C) const {
+    launch_dependents();
+    grid_dependency_wait();
     auto r = program_id(0);
     auto t = load(tok + r), p = load(pos + r);
     auto cols = arange<BLOCK>();
@@ -38,6 +45,8 @@ template <class T, int BLOCK> struct KvWrite {
   }
   void operator()(Ptr<T> qkv, Ptr<i32> seq, Ptr<i32> pos, Ptr<T> kc, Ptr<T> vc, I32 C,
                   I32 Tmax) const {
+    launch_dependents();
+    grid_dependency_wait();
     auto r = program_id(0);
     auto dst = (load(seq + r) * Tmax + load(pos + r)) * C;
     auto cols = arange<BLOCK>();
@@ -57,6 +66,8 @@ template <class T, int BLOCK> struct GatherRows {
     return schedule == 0 && stages == 2 && BLOCK >= warps * 32;
   }
   void operator()(Ptr<T> src, Ptr<i32> index, Ptr<T> dst, I32 C) const {
+    launch_dependents();
+    grid_dependency_wait();
     auto r = program_id(0);
     auto from = load(index + r);
     auto cols = arange<BLOCK>();
@@ -79,6 +90,8 @@ template <class T, int BLOCK> struct ArgmaxRows {
     return schedule == 0 && stages == 2 && BLOCK >= warps * 32;
   }
   void operator()(Ptr<T> logits, Ptr<i32> next, Ptr<i32> pos, I32 V, I32 ld, I32 advance) const {
+    launch_dependents();
+    grid_dependency_wait();
     auto r = program_id(0);
     auto cols = arange<BLOCK>();
     auto init = std::tuple{full<f32, BLOCK>(-3.0e38f), zeros<i32, BLOCK>()};
@@ -120,6 +133,8 @@ template <class T, int BLOCK> struct SampleRows {
   static constexpr int kBisections = 24;
   void operator()(Ptr<T> logits, Ptr<i32> next, Ptr<i32> pos, I32 V, I32 ld, I32 advance,
                   F32 temperature, I32 top_k, F32 top_p, I32 seed) const {
+    launch_dependents();
+    grid_dependency_wait();
     auto r = program_id(0);
     auto row = logits + r * ld;
     auto cols = arange<BLOCK>();

@@ -28,9 +28,16 @@ namespace kiln::ops {
 namespace detail {
 
 /// The BM rows of (BN) f32 results of program_id(0)'s columns `rn`.
-template <class T, int BM, int BN, int K, int KC, bool LN>
+///
+/// The kernels of a decode step are launched as programmatic dependents of
+/// the one before them: the weights (and layernorm weights) are loaded
+/// first, then the program waits for the previous kernel to complete
+/// (grid_dependency_wait), calls `afterWait` (the caller's loads of what
+/// earlier kernels write) and only then reads the activations. The weight
+/// loads of this kernel are thus in flight while the previous one ends.
+template <class T, int BM, int BN, int K, int KC, bool LN, class AfterWait>
 std::vector<Tile<f32, BN>> decode_rows(Ptr<T> x, Ptr<T> lnw, Ptr<T> lnb, Ptr<T> wt, I32 M,
-                                          I32 N, F32 eps, Tile<i32, BN> rn) {
+                                          I32 N, F32 eps, Tile<i32, BN> rn, AfterWait afterWait) {
   static_assert(BM >= 1 && KC % 8 == 0, "decode_rows: BM >= 1 and chunks of whole 16-byte groups");
   constexpr int chunks = (K + KC - 1) / KC;
   constexpr bool ragged = K % KC != 0;
@@ -73,15 +80,17 @@ std::vector<Tile<f32, BN>> decode_rows(Ptr<T> x, Ptr<T> lnw, Ptr<T> lnb, Ptr<T> 
     return load(x + m * K + kk, rowMask(m, c, kk), 0);
   };
   std::vector<Tile<T, BN, KC>> as, gs, bs;
-  if constexpr (preload)
+  if constexpr (preload && LN)
     for (int c = 0; c < chunks; ++c) {
-      if constexpr (LN) {
-        gs.push_back(alongK(lnw, c));
-        bs.push_back(alongK(lnb, c));
-      }
+      gs.push_back(alongK(lnw, c));
+      bs.push_back(alongK(lnb, c));
+    }
+  grid_dependency_wait();
+  afterWait();
+  if constexpr (preload)
+    for (int c = 0; c < chunks; ++c)
       for (int m = 0; m < BM; ++m)
         as.push_back(activation(m, c));
-    }
   // Layernorm statistics: each row is loaded once, then reduced twice (the
   // mean, then the variance about it).
   std::vector<F32> mean, rstd;
@@ -162,15 +171,17 @@ struct DecodeLinear {
   }
   void operator()(Ptr<T> x, Ptr<T> lnw, Ptr<T> lnb, Ptr<T> wt, Ptr<T> bias, Ptr<T> res,
                   Ptr<T> out, I32 M, I32 N, F32 eps) const {
+    launch_dependents();
     auto rn = program_id(0) * BN + arange<BN>();
-    std::vector<Tile<f32, BN>> r;
-    if constexpr (E_ == DecodeEpilogue::BiasResidual)
-      for (int m = 0; m < BM; ++m)
-        r.push_back(cast<f32>(load(res + m * N + rn, detail::row_mask(rn, M, N, m), 0)));
     std::optional<Tile<f32, BN>> bv;
     if constexpr (E_ != DecodeEpilogue::None)
       bv = cast<f32>(load(bias + rn, rn < N, 0));
-    auto acc = detail::decode_rows<T, BM, BN, K, KC, LN_>(x, lnw, lnb, wt, M, N, eps, rn);
+    std::vector<Tile<f32, BN>> r;
+    auto acc = detail::decode_rows<T, BM, BN, K, KC, LN_>(x, lnw, lnb, wt, M, N, eps, rn, [&] {
+      if constexpr (E_ == DecodeEpilogue::BiasResidual)
+        for (int m = 0; m < BM; ++m)
+          r.push_back(cast<f32>(load(res + m * N + rn, detail::row_mask(rn, M, N, m), 0)));
+    });
     for (int m = 0; m < BM; ++m) {
       auto v = acc[m];
       if constexpr (E_ != DecodeEpilogue::None)
@@ -194,13 +205,16 @@ template <class T, int BM_, int BN_, int K_, int KC_> struct DecodeQkv {
   }
   void operator()(Ptr<T> x, Ptr<T> lnw, Ptr<T> lnb, Ptr<T> wt, Ptr<T> bias, Ptr<T> qkv,
                   Ptr<i32> pos, Ptr<T> kc, Ptr<T> vc, I32 M, I32 N, I32 Tmax, F32 eps) const {
+    launch_dependents();
     auto rn = program_id(0) * BN + arange<BN>();
-    // Everything the epilogue reads is loaded first, with the weights.
+    // Everything the epilogue reads is loaded first, with the weights (the
+    // positions once the previous kernel is done).
     auto bv = cast<f32>(load(bias + rn, rn < N, 0));
     std::vector<I32> at;
-    for (int m = 0; m < BM; ++m)
-      at.push_back(load(pos + minimum(I32(m), M - 1)));
-    auto acc = detail::decode_rows<T, BM, BN, K, KC, true>(x, lnw, lnb, wt, M, N, eps, rn);
+    auto acc = detail::decode_rows<T, BM, BN, K, KC, true>(x, lnw, lnb, wt, M, N, eps, rn, [&] {
+      for (int m = 0; m < BM; ++m)
+        at.push_back(load(pos + minimum(I32(m), M - 1)));
+    });
     auto C = N / 3;
     for (int m = 0; m < BM; ++m) {
       auto mask = detail::row_mask(rn, M, N, m);
