@@ -39,7 +39,10 @@ from torch._dynamo.utils import counters
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "tests", "gpt2"))
 from make_golden import random_weights  # noqa: E402
 
-L, H, C, V, T_CTX = 12, 12, 768, 50257, 1024
+# GPT-2's sizes (layers, heads, width); --size picks one.
+SIZES = {"124M": (12, 12, 768), "355M": (24, 16, 1024), "774M": (36, 20, 1280), "1.5B": (48, 25, 1600)}
+L, H, C = SIZES["124M"]
+V, T_CTX = 50257, 1024
 D = C // H
 
 
@@ -161,7 +164,11 @@ def main():
     ap.add_argument("--prompts", type=ints, default=[16, 64, 256])
     ap.add_argument("--new", type=ints, default=[128, 512])
     ap.add_argument("--deadline", type=float, default=1e9, help="seconds after which no new row starts")
+    ap.add_argument("--size", default="124M", choices=sorted(SIZES))
     args = ap.parse_args()
+    global L, H, C, D
+    L, H, C = SIZES[args.size]
+    D = C // H
     deadline = time.time() + args.deadline
     torch._dynamo.config.cache_size_limit = 64
     # Every new cache length gets its own static graph, as a gpt-fast run has.
@@ -172,7 +179,7 @@ def main():
             if mode not in ("eager", "compile", "reduce-overhead"):
                 sys.exit(f"gpt2_baselines.py: unknown mode '{mode}' (eager, compile or reduce-overhead)")
             run(mode, w, args, out, deadline)
-        out.write(json.dumps({"mode": "info", "torch": torch.__version__,
+        out.write(json.dumps({"mode": "info", "size": args.size, "torch": torch.__version__,
                               "device": torch.cuda.get_device_name()}) + "\n")
 
 

@@ -1,15 +1,17 @@
 //===- gpt2_bench.cpp - kiln's GPT-2 generation speed ----------------------===//
 //
 //   kiln-gpt2-bench [--size 124M] [--precision fp16] [--mode M] [--profile] > kiln_gpt2.json
+//   kiln-gpt2-bench --batches 1,2,4,8,16,32,64 --prompts 64 --new 128 > curve.json
 //   kiln-gpt2-bench --compare [--cold] > kiln_modes.json
 //
 // Seeded random weights (gpt2::Weights::random, seed 1: the same ones
-// bench/gpt2_baselines.py builds for PyTorch). For batch 1 and 8, prompts of
-// 16, 64 and 256 tokens and 128 and 512 new tokens: time to first token
-// (prefill + first sample), ms per decode step, tokens per second. Also the
-// setup time (weights to GPU + kernels; cold or warm depending on the kernel
-// cache) and the device memory in use. With --profile: instead, where the
-// time of one decode step goes, kernel by kernel, for batch 1 and 8.
+// bench/gpt2_baselines.py builds for PyTorch). For batch 1 and 8 (--batches),
+// prompts of 16, 64 and 256 tokens (--prompts) and 128 and 512 new tokens
+// (--new): time to first token (prefill + first sample), ms per decode step,
+// tokens per second. Also the setup time (weights to GPU + kernels; cold or
+// warm depending on the kernel cache) and the device memory in use. With
+// --profile: instead, where the time of one decode step goes, kernel by
+// kernel, for each batch.
 //
 // With --compare: torch.compile's classic comparison, kiln's modes side by
 // side (default, reduce-overhead, max-autotune; gpt2::Mode). For each mode a
@@ -32,6 +34,7 @@
 #include <cstdio>
 #include <iostream>
 #include <string>
+#include <vector>
 
 using namespace kiln;
 using Clock = std::chrono::steady_clock;
@@ -157,6 +160,11 @@ int main(int argc, char **argv) {
     app.add_flag("--compare", compare, "every mode side by side, prompts of 16, 64 and 256 tokens");
     app.add_option("--batch", compareBatch, "sequences per generation with --compare (1)");
     app.add_flag("--cold", cold, "with --compare: an empty kernel and tuning cache per mode");
+    std::vector<int> batches{1, 8}, prompts{16, 64, 256}, newTokenCounts{128, 512};
+    app.add_option("--batches", batches, "sequences per generation, e.g. 1,2,4,8,16,32,64 (1,8)")
+        ->delimiter(',');
+    app.add_option("--prompts", prompts, "prompt lengths (16,64,256)")->delimiter(',');
+    app.add_option("--new", newTokenCounts, "tokens generated per run (128,512)")->delimiter(',');
     int decodeRows = gpt2::ModelOptions{}.decode_kernel_rows;
     app.add_option("--decode-kernel-rows", decodeRows,
                    "steps of up to this many sequences on the decode-step kernels (8, 1 or 0)");
@@ -170,6 +178,15 @@ int main(int argc, char **argv) {
     }
     if (compareBatch < 1 || compareBatch > 64)
       throw tool::UsageError("--batch must be between 1 and 64");
+    for (int b : batches)
+      if (b < 1 || b > 64)
+        throw tool::UsageError("--batches: every batch must be between 1 and 64");
+    for (int p : prompts)
+      if (p < 1 || p > 512)
+        throw tool::UsageError("--prompts: every prompt must be between 1 and 512 tokens");
+    for (int n : newTokenCounts)
+      if (n < 2 || n > 512)
+        throw tool::UsageError("--new: every count must be between 2 and 512 tokens");
     if (decodeRows != 0 && decodeRows != 1 && decodeRows != 8)
       throw tool::UsageError("--decode-kernel-rows must be 8, 1 or 0");
     gpt2::Precision prec = gpt2::parse_precision(precision);
@@ -186,7 +203,7 @@ int main(int argc, char **argv) {
       return 0;
     }
     gpt2::ModelOptions mo;
-    mo.max_batch = 8;
+    mo.max_batch = std::max(8, *std::max_element(batches.begin(), batches.end()));
     mo.decode_kernel_rows = decodeRows;
     auto t1 = Clock::now();
     gpt2::Model model(w, target, prec, gpt2::apply_mode(parsedMode, mo));
@@ -198,7 +215,7 @@ int main(int argc, char **argv) {
                   "\"profiles\": [",
                   size.c_str(), precision.c_str(), cuda::device_name().c_str());
       const char *sep = "";
-      for (int batch : {1, 8})
+      for (int batch : batches)
         for (int prompt : {16, 256}) {
           gpt2::StepProfile p = model.profile_decode(promptsOf(batch, prompt));
           std::printf("%s\n {\"batch\": %d, \"prompt\": %d, \"launches\": %d, "
@@ -224,9 +241,9 @@ int main(int argc, char **argv) {
                           [](auto &k) { return k.from_cache; })),
         e.kernels.size(), peak - before);
     bool first = true;
-    for (int batch : {1, 8})
-      for (int prompt : {16, 64, 256})
-        for (int newTokens : {128, 512}) {
+    for (int batch : batches)
+      for (int prompt : prompts)
+        for (int newTokens : newTokenCounts) {
           generate(model, batch, prompt, newTokens); // warm-up: graphs captured, caches hot
           Timed t = generate(model, batch, prompt, newTokens);
           double ttft = t.ttft_s, msPerToken = t.ms_per_token;

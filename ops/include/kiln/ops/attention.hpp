@@ -9,6 +9,7 @@
 #pragma once
 
 #include "kiln/kiln.hpp"
+#include "kiln/ops/launch.hpp"
 
 #include <tuple>
 #include <utility>
@@ -110,8 +111,7 @@ template <class T, int BN_, int D_, int CHUNK, int SMAX> struct AttentionDecode 
   void operator()(Ptr<T> qkv, Ptr<T> kc, Ptr<T> vc, Ptr<f32> part, Ptr<i32> counter, Ptr<T> out,
                   Ptr<i32> pos, I32 C, I32 Tmax, F32 scale) const {
     // A decode-step kernel: launched while the QKV projection ends.
-    launch_dependents();
-    grid_dependency_wait();
+    detail::wait_for_previous_kernel();
     auto b = program_id(0), h = program_id(1), s = program_id(2);
     auto H = num_programs(1), S = num_programs(2);
     auto len = load(pos + b) + 1;

@@ -21,8 +21,7 @@ template <class T, int BLOCK> struct Embedding {
     return schedule == 0 && stages == 2 && BLOCK >= warps * 32;
   }
   void operator()(Ptr<i32> tok, Ptr<i32> pos, Ptr<T> wte, Ptr<T> wpe, Ptr<T> out, I32 C) const {
-    launch_dependents();
-    grid_dependency_wait();
+    detail::wait_for_previous_kernel();
     auto r = program_id(0);
     auto t = load(tok + r), p = load(pos + r);
     auto cols = arange<BLOCK>();
@@ -45,8 +44,7 @@ template <class T, int BLOCK> struct KvWrite {
   }
   void operator()(Ptr<T> qkv, Ptr<i32> seq, Ptr<i32> pos, Ptr<T> kc, Ptr<T> vc, I32 C,
                   I32 Tmax) const {
-    launch_dependents();
-    grid_dependency_wait();
+    detail::wait_for_previous_kernel();
     auto r = program_id(0);
     auto dst = (load(seq + r) * Tmax + load(pos + r)) * C;
     auto cols = arange<BLOCK>();
@@ -66,8 +64,7 @@ template <class T, int BLOCK> struct GatherRows {
     return schedule == 0 && stages == 2 && BLOCK >= warps * 32;
   }
   void operator()(Ptr<T> src, Ptr<i32> index, Ptr<T> dst, I32 C) const {
-    launch_dependents();
-    grid_dependency_wait();
+    detail::wait_for_previous_kernel();
     auto r = program_id(0);
     auto from = load(index + r);
     auto cols = arange<BLOCK>();
@@ -90,8 +87,7 @@ template <class T, int BLOCK> struct ArgmaxRows {
     return schedule == 0 && stages == 2 && BLOCK >= warps * 32;
   }
   void operator()(Ptr<T> logits, Ptr<i32> next, Ptr<i32> pos, I32 V, I32 ld, I32 advance) const {
-    launch_dependents();
-    grid_dependency_wait();
+    detail::wait_for_previous_kernel();
     auto r = program_id(0);
     auto cols = arange<BLOCK>();
     auto init = std::tuple{full<f32, BLOCK>(-3.0e38f), zeros<i32, BLOCK>()};
@@ -133,8 +129,7 @@ template <class T, int BLOCK> struct SampleRows {
   static constexpr int kBisections = 24;
   void operator()(Ptr<T> logits, Ptr<i32> next, Ptr<i32> pos, I32 V, I32 ld, I32 advance,
                   F32 temperature, I32 top_k, F32 top_p, I32 seed) const {
-    launch_dependents();
-    grid_dependency_wait();
+    detail::wait_for_previous_kernel();
     auto r = program_id(0);
     auto row = logits + r * ld;
     auto cols = arange<BLOCK>();
@@ -213,6 +208,7 @@ template <class T, int BM_, int BN_, int BK_> struct MatmulSplitK {
   static constexpr int BM = BM_, BN = BN_, BK = BK_;
   void operator()(Ptr<T> a, Ptr<T> b, Ptr<f32> partial, I32 M, I32 N, I32 K, I32 lda, I32 ldb,
                   I32 k_split) const {
+    detail::wait_for_previous_kernel();
     auto rm = program_id(0) * BM + arange<BM>();
     auto rn = program_id(1) * BN + arange<BN>();
     auto s = program_id(2);
@@ -232,6 +228,7 @@ enum class Epilogue { Bias, BiasGelu, BiasResidual, None };
 template <class T, int BLOCK, Epilogue E> struct SplitKEpilogue {
   void operator()(Ptr<f32> partial, Ptr<T> bias, Ptr<T> res, Ptr<T> c, I32 M, I32 N,
                   I32 splits) const {
+    detail::wait_for_previous_kernel();
     auto m = program_id(0);
     auto n = program_id(1) * BLOCK + arange<BLOCK>();
     auto mask = n < N;

@@ -2,6 +2,7 @@
 #pragma once
 
 #include "kiln/kiln.hpp"
+#include "kiln/ops/launch.hpp"
 
 namespace kiln::ops {
 
@@ -14,6 +15,7 @@ template <class T, int BLOCK, bool ONE_PASS = false> struct LayerNorm {
     return schedule == 0 && stages == 2 && BLOCK >= warps * 32;
   }
   void operator()(Ptr<T> x, Ptr<T> w, Ptr<T> b, Ptr<T> y, I32 n, I32 stride, F32 eps) const {
+    detail::wait_for_previous_kernel();
     auto row = program_id(0);
     auto cols = arange<BLOCK>(); // (BLOCK)
     auto x_row = x + row * stride;

@@ -2,6 +2,7 @@
 #pragma once
 
 #include "kiln/ops/elementwise.hpp"
+#include "kiln/ops/launch.hpp"
 
 namespace kiln::ops {
 
@@ -58,6 +59,7 @@ template <class T, int BM_, int BN_, int BK_, int G = 1> struct GroupedMatmul {
   static constexpr int BM = BM_, BN = BN_, BK = BK_;
   void operator()(Ptr<T> a, Ptr<T> b, Ptr<T> c, I32 M, I32 N, I32 K, I32 lda, I32 ldb,
                   I32 ldc) const {
+    detail::wait_for_previous_kernel();
     auto [pm, pn] = detail::grouped_program<G>();
     auto rm = pm * BM + arange<BM>();
     auto rn = pn * BN + arange<BN>();
@@ -80,6 +82,7 @@ template <int BM_, int BN_, int BK_, bool BT = false, int G = 1> struct MatmulTF
   static constexpr int BM = BM_, BN = BN_, BK = BK_;
   void operator()(Ptr<f32> a, Ptr<f32> b, Ptr<f32> c, I32 M, I32 N, I32 K, I32 lda, I32 ldb,
                   I32 ldc) const {
+    detail::wait_for_previous_kernel();
     auto [pm, pn] = detail::grouped_program<G>();
     auto rm = pm * BM + arange<BM>();
     auto rn = pn * BN + arange<BN>();
@@ -96,6 +99,7 @@ template <class T, int BM_, int BN_, int BK_, int G = 1> struct GroupedMatmulBia
   static constexpr int BM = BM_, BN = BN_, BK = BK_;
   void operator()(Ptr<T> a, Ptr<T> b, Ptr<T> bias, Ptr<T> c, I32 M, I32 N, I32 K, I32 lda,
                   I32 ldb, I32 ldc) const {
+    detail::wait_for_previous_kernel();
     auto [pm, pn] = detail::grouped_program<G>();
     auto rm = pm * BM + arange<BM>();
     auto rn = pn * BN + arange<BN>();
@@ -114,6 +118,7 @@ template <class T, int BM_, int BN_, int BK_> struct MatmulBias {
   static constexpr int BM = BM_, BN = BN_, BK = BK_;
   void operator()(Ptr<T> a, Ptr<T> b, Ptr<T> bias, Ptr<T> c, I32 M, I32 N, I32 K, I32 lda,
                   I32 ldb, I32 ldc) const {
+    detail::wait_for_previous_kernel();
     auto rm = program_id(0) * BM + arange<BM>();
     auto rn = program_id(1) * BN + arange<BN>();
     auto acc = detail::matmul_tile<T, BM, BN, BK>(a, b, M, N, 0, K, lda, ldb, rm, rn);
@@ -132,6 +137,7 @@ template <class T, int BM_, int BN_, int BK_> struct MatmulBiasResidual {
   static constexpr int BM = BM_, BN = BN_, BK = BK_;
   void operator()(Ptr<T> a, Ptr<T> b, Ptr<T> bias, Ptr<T> res, Ptr<T> c, I32 M, I32 N, I32 K,
                   I32 lda, I32 ldb, I32 ldc) const {
+    detail::wait_for_previous_kernel();
     auto rm = program_id(0) * BM + arange<BM>();
     auto rn = program_id(1) * BN + arange<BN>();
     auto acc = detail::matmul_tile<T, BM, BN, BK>(a, b, M, N, 0, K, lda, ldb, rm, rn);
