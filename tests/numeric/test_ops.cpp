@@ -518,6 +518,43 @@ TEST_CASE_TEMPLATE("split-K matmul with a bias+gelu epilogue matches the referen
   check(dc.fetch(), ref::matmul(a, b, M, N, K, &bias), tol, tol);
 }
 
+TEST_CASE_TEMPLATE("one-launch split-K product adds its partial tiles and the residual in place", T, float, half) {
+  using D = std::conditional_t<std::is_same_v<T, float>, f32, f16>;
+  constexpr int BM = 16, BN = 32, BK = 32;
+  auto k = compile<ops::SplitKLinear<D, BM, BN, BK, ops::Epilogue::BiasResidual>>(kCpu);
+  // 10 rows (one ragged row tile), 100 columns (a ragged column tile) and
+  // K = 700 in four ranges of 192 (the last one ragged).
+  const int M = 10, N = 100, K = 700, kSplit = 192, splits = (K + kSplit - 1) / kSplit;
+  auto a = test::random_vector<T>(std::size_t(M) * K, 13);
+  auto b = test::random_vector<T>(std::size_t(K) * N, 14);
+  auto bias = test::random_vector<T>(N, 15);
+  const auto res = test::random_vector<T>(std::size_t(M) * N, 16);
+  std::vector<T> c = res;
+  std::vector<float> partial(std::size_t(splits) * M * N, -1.f);
+  std::vector<int32_t> counter(std::size_t(ceil_div(M, BM) * ceil_div(N, BN)), 0);
+  Mem da(a);
+  Mem db(b);
+  Mem dbias(bias);
+  Mem dc(c);
+  Mem dp(partial);
+  Mem dn(counter);
+  auto want = ref::matmul(a, b, M, N, K); // a @ b, then + bias per column
+  for (std::size_t i = 0; i < want.size(); ++i)
+    want[i] += double(float(bias[i % N]));
+  double tol = std::is_same_v<T, half> ? 2e-2 : 1e-5;
+  // Twice, each time adding the product to c: the last program of each
+  // tile resets its counter for the next launch.
+  for (int launch = 1; launch <= 2; ++launch) {
+    k.launch(Grid(ceil_div(M, BM), ceil_div(N, BN), splits), da(), db(), dbias(), dc(), dc(), dp(), dn(), M,
+             N, K, kSplit);
+    std::vector<double> expect(want.size());
+    for (std::size_t i = 0; i < want.size(); ++i)
+      expect[i] = double(float(res[i])) + launch * want[i];
+    check(dc.fetch(), expect, tol, tol);
+    CHECK(dn.fetch() == std::vector<int32_t>(counter.size(), 0));
+  }
+}
+
 TEST_CASE("row argmax finds the first maximum and advances the position") {
   auto k = compile<ops::ArgmaxRows<f32, 256>>(kCpu);
   const int R = 3, V = 1000;

@@ -122,6 +122,15 @@ TEST_CASE("GPT-2 kernels") {
   CHECK(attn.find("fence.acq_rel.gpu") != std::string::npos);
   check_kernel<ops::MatmulSplitK<f16, 16, 64, 64>>("mma.sync.aligned.m16n8k16");
   check_kernel<ops::SplitKEpilogue<f16, 1024, ops::Epilogue::BiasGelu>>();
+  // The one-launch split-K product: tensor cores, one atomic per program;
+  // on sm_90a it starts by letting the next kernel launch and waiting on
+  // the previous one (programmatic dependent launch), which sm_80 lacks.
+  using SplitK = ops::SplitKLinear<f16, 16, 64, 64, ops::Epilogue::BiasResidual>;
+  auto splitK = check_kernel<SplitK>("mma.sync.aligned.m16n8k16");
+  CHECK(splitK.find("atom.global.add.u32") != std::string::npos);
+  CHECK(splitK.find("griddepcontrol.launch_dependents") < splitK.find("griddepcontrol.wait"));
+  CHECK(splitK.find("griddepcontrol.wait") != std::string::npos);
+  CHECK(compile<SplitK>(Target::cuda("sm_80")).ir(Stage::Ptx).find("griddepcontrol") == std::string::npos);
   check_kernel<ops::Embedding<f16, 256>>();
   check_kernel<ops::KvWrite<bf16, 256>>();
   check_kernel<ops::GatherRows<f16, 256>>();

@@ -223,6 +223,51 @@ template <class T, int BM_, int BN_, int BK_> struct MatmulSplitK {
 
 enum class Epilogue { Bias, BiasGelu, BiasResidual, None };
 
+/// `c = E(a @ b)` for a few rows (a decode step of a batch, a short
+/// prefill), split along K in one launch: program (i, j, s) multiplies row
+/// tile i by column tile j over K range [s * k_split, (s + 1) * k_split)
+/// and stores its f32 tile to `partial[s]` ([S, M, N]); the last of the S
+/// programs of tile (i, j) to finish (counter[i * cdiv(N, BN) + j], which
+/// it resets to 0) adds up the S tiles, applies the epilogue (+ bias, then
+/// gelu; or + bias + res, where `res` may be `c`) and stores c. A product
+/// of 8 rows and 768 columns thus streams its weights from S times as many
+/// programs as it has tiles. Grid: (cdiv(M, BM), cdiv(N, BN), S), S >= 2.
+template <class T, int BM_, int BN_, int BK_, Epilogue E> struct SplitKLinear {
+  static constexpr int BM = BM_, BN = BN_, BK = BK_;
+  void operator()(Ptr<T> a, Ptr<T> b, Ptr<T> bias, Ptr<T> res, Ptr<T> c, Ptr<f32> partial,
+                  Ptr<i32> counter, I32 M, I32 N, I32 K, I32 k_split) const {
+    detail::wait_for_previous_kernel();
+    auto i = program_id(0), j = program_id(1), s = program_id(2);
+    auto S = num_programs(2);
+    auto rm = i * BM + arange<BM>();
+    auto rn = j * BN + arange<BN>();
+    auto lo = s * k_split;
+    auto acc = detail::matmul_tile<T, BM, BN, BK>(a, b, M, N, lo, minimum(K, lo + k_split), K, N,
+                                                  rm, rn);
+    auto rows = expand_dims<1>(rm); // (BM, 1)
+    auto cols = expand_dims<0>(rn); // (1, BN)
+    auto inside = (rows < M) & (cols < N);
+    store(partial + (s * M + rows) * N + cols, acc, inside);
+    // The last program of the tile: a loop of one iteration for it and none
+    // for the others. Its atomic_add made every partial tile visible.
+    auto tile = i * num_programs(1) + j;
+    auto last = atomic_add(counter + tile, 1) == S - 1;
+    for_range(0, where(last, I32(1), I32(0)), 1, [&](I32) {
+      auto v = for_range(0, S, 1, zeros<f32, BM, BN>(), [&](I32 t, Tile<f32, BM, BN> sum) {
+        return sum + load(partial + (t * M + rows) * N + cols, inside, 0.0f);
+      });
+      if constexpr (E != Epilogue::None)
+        v = v + expand_dims<0>(cast<f32>(load(bias + rn, rn < N, 0)));
+      if constexpr (E == Epilogue::BiasGelu)
+        v = gelu_tanh<kApproxFor<T>>(v);
+      if constexpr (E == Epilogue::BiasResidual)
+        v = v + cast<f32>(load(res + rows * N + cols, inside, 0));
+      store(c + rows * N + cols, cast<T>(v), inside);
+      store(counter + tile, I32(0));
+    });
+  }
+};
+
 /// `c[m, n] = sum_s partial[s, m, n]` (+ bias[n], then gelu, or + res[m, n]).
 /// Grid: (M, cdiv(N, BLOCK)).
 template <class T, int BLOCK, Epilogue E> struct SplitKEpilogue {

@@ -53,6 +53,8 @@ enum class Epilogue { None, Bias, BiasGelu, BiasResidual };
 /// Decode-step kernels run up to this many rows; more rows take the
 /// prefill kernels.
 inline constexpr int kDecodeRows = 8;
+/// The most rows a split-K product (ops::SplitKLinear) serves.
+inline constexpr int kSplitKRows = 64;
 
 /// Input widths K for which a block builds decode-step kernels. K is a
 /// compile-time constant of those kernels (it fixes their loop over the
@@ -83,6 +85,20 @@ struct MatmulKernel<D, Epilogue::BiasResidual, BM, BN, BK> {
 };
 template <class D, Epilogue E, int BM, int BN, int BK>
 using Matmul = typename MatmulKernel<D, E, BM, BN, BK>::type;
+
+constexpr ops::Epilogue opsEpilogue(Epilogue e) {
+  switch (e) {
+  case Epilogue::None:
+    return ops::Epilogue::None;
+  case Epilogue::Bias:
+    return ops::Epilogue::Bias;
+  case Epilogue::BiasGelu:
+    return ops::Epilogue::BiasGelu;
+  case Epilogue::BiasResidual:
+    return ops::Epilogue::BiasResidual;
+  }
+  return ops::Epilogue::None;
+}
 
 constexpr ops::DecodeEpilogue decodeEpilogue(Epilogue e) {
   switch (e) {
@@ -312,6 +328,10 @@ struct LinearOptions {
   /// kDecodeRows rows (`decode_rows` == kDecodeRows); 0: none. They need
   /// the weight as [N, K] (`weight_t`) and K among the block's nn::Widths.
   int decode_rows = kDecodeRows;
+  /// Products of 2 to this many rows (at most kSplitKRows) that would run
+  /// fewer than two tiles per multiprocessor run split along K in one
+  /// launch (ops::SplitKLinear) on GPUs, for 16-bit types; 0: never.
+  int split_k_rows = kSplitKRows;
 };
 
 /// `out = E(x @ weight)`: weight [K, N], bias [N] (not for None), and for
@@ -362,6 +382,9 @@ public:
         small.num_stages = 3;
       big_ = ctx.kernel<Big>(role, big);
       small_ = ctx.kernel<Small>(role + "_small", small);
+      if constexpr (!kF32)
+        if (options_.split_k_rows >= 2)
+          prepareSplitK(ctx);
     } else {
       cpu_ = ctx.kernel<Cpu>(role);
       if constexpr (kPlain)
@@ -410,7 +433,7 @@ public:
     expect(x, {kAny, in_features()}, name_, "x");
     expect(out, {x.dim(0), out_features()}, name_, "out");
     int64_t M = x.dim(0), bucket = rows_bucket(M);
-    if (decodes(M) || tuned_.count(bucket))
+    if (decodes(M) || splits(M) || tuned_.count(bucket))
       return;
     std::map<std::string, TunedLaunch> launchers;
     auto tuneIn = [&](auto candidates) {
@@ -471,8 +494,11 @@ public:
   /// the decode kernels or the heuristic's tiles.
   const Tuned *tuned_for(int64_t rows) const {
     auto t = tuned_.find(rows_bucket(rows));
-    return decodes(rows) || t == tuned_.end() ? nullptr : t->second.tuned.get();
+    return decodes(rows) || splits(rows) || t == tuned_.end() ? nullptr : t->second.tuned.get();
   }
+
+  /// True when products of `rows` rows run split along K (ops::SplitKLinear).
+  bool splits(int64_t rows) const { return !decodes(rows) && splitsFor(rows) >= 2; }
 
   /// True when `rows` rows run on the decode-step kernels.
   bool decodes(int64_t rows) const {
@@ -574,6 +600,56 @@ private:
     withMatmulArgs<KK>(x, res, out, [&](const Grid &g, const auto &...a) { k(ctx, g, a...); });
   }
 
+  // Split-K products of a few rows: 16-row tiles of 64 columns on tensor
+  // cores (mma.sync), 64-deep steps.
+  using SplitK = ops::SplitKLinear<D, 16, 64, 64, detail::opsEpilogue(E)>;
+  static constexpr int64_t kSplitKStep = 256; ///< the shortest K range a program takes
+
+  /// How many K ranges a product of M rows is split into: enough programs
+  /// for two per multiprocessor (kFewTiles), each taking at least
+  /// kSplitKStep of K; 0 or 1: not split (too many rows, or enough tiles).
+  int splitsFor(int64_t M) const {
+    if (!splitK_ || M < 2 || M > std::min<int64_t>(options_.split_k_rows, kSplitKRows))
+      return 0;
+    int64_t K = in_features();
+    int64_t tiles = int64_t(ceil_div(M, SplitK::BM)) * ceil_div(out_features(), SplitK::BN);
+    int64_t want = std::min<int64_t>(ceil_div(kFewTiles, tiles), K / kSplitKStep);
+    if (want < 2)
+      return 0;
+    int64_t range = int64_t(ceil_div(ceil_div(K, want), SplitK::BK)) * SplitK::BK;
+    return int(ceil_div(K, range));
+  }
+
+  void prepareSplitK(Context &ctx) {
+    int64_t N = out_features(), most = 0;
+    for (int64_t M = 2; M <= std::min<int64_t>(options_.split_k_rows, kSplitKRows); ++M) {
+      splitK_ = true; // for splitsFor
+      if (int splits = splitsFor(M); splits >= 2)
+        most = std::max(most, splits * M * N);
+    }
+    splitK_ = false;
+    if (most == 0)
+      return;
+    splitKernel_ = ctx.kernel<SplitK>(options_.role + "_splitk");
+    // Partial tiles (f32) and per-tile counters (zero between launches),
+    // for the most rows this block splits.
+    splitPartial_ = Tensor<f32>(ctx.target(), {most});
+    splitCounter_ = Tensor<i32>(ctx.target(), {int64_t(ceil_div(kSplitKRows, SplitK::BM)) *
+                                               ceil_div(N, SplitK::BN)});
+    splitK_ = true;
+  }
+
+  void launchSplitK(Context &ctx, const Tensor<D> &x, const Tensor<D> *res, const Tensor<D> &out,
+                    int splits) const {
+    int M = int(x.dim(0)), N = int(out_features()), K = int(in_features());
+    int range = int(ceil_div(ceil_div(K, splits), SplitK::BK)) * SplitK::BK;
+    auto *b = bias_.empty() ? x.data() : bias_.data();
+    auto *r = res ? res->data() : out.data();
+    (*splitKernel_)(ctx, Grid(ceil_div(M, SplitK::BM), ceil_div(N, SplitK::BN), splits), x.data(),
+                    weight_.data(), b, r, out.data(), splitPartial_.data(), splitCounter_.data(), M, N,
+                    K, range);
+  }
+
   void run(Context &ctx, const Tensor<D> &x, const Tensor<D> *res, const Tensor<D> &out) const {
     expect(x, {kAny, in_features()}, name_, "x");
     expect(out, {x.dim(0), out_features()}, name_, "out");
@@ -582,6 +658,8 @@ private:
       return tunedDecode1_ ? tunedDecode1_(*this, ctx, x, res, out) : decode1_(*this, ctx, x, res, out);
     if (M > 1 && M <= kDecodeRows && decode8_)
       return tunedDecode8_ ? tunedDecode8_(*this, ctx, x, res, out) : decode8_(*this, ctx, x, res, out);
+    if (int splits = splitsFor(M); splits >= 2)
+      return launchSplitK(ctx, x, res, out, splits);
     if (auto t = tuned_.find(rows_bucket(M)); t != tuned_.end())
       return t->second.launch(t->second.tuned->kernel(), *this, ctx, x, res, out);
     if (!gpu_)
@@ -602,6 +680,10 @@ private:
   std::optional<Handle<Small>> small_;
   std::optional<Handle<Cpu>> cpu_;
   std::optional<Handle<CpuFew>> cpuFew_;
+  bool splitK_ = false;
+  std::optional<Handle<SplitK>> splitKernel_;
+  Tensor<f32> splitPartial_;
+  Tensor<i32> splitCounter_;
   Launch decode1_, decode8_;
   using DecodeSite = Tunable<const Linear &, Context &, const Tensor<D> &, const Tensor<D> *, const Tensor<D> &>;
   DecodeSite tunedDecode1_, tunedDecode8_;
@@ -625,7 +707,7 @@ public:
   NormLinear(Context &ctx, LayerNorm<D> ln, Tensor<D> weight, Tensor<D> bias, Tensor<D> weight_t,
              LinearOptions options = {}, Widths<W...> = {})
       : ln_(std::move(ln)), linear_(ctx, std::move(weight), std::move(bias), weight_t,
-                                    LinearOptions{options.role, 0}),
+                                    LinearOptions{options.role, 0, options.split_k_rows}),
         role_(options.role) {
     if (ln_.features() != linear_.in_features())
       throw Error("nn::NormLinear: a layernorm of " + std::to_string(ln_.features()) +
