@@ -31,6 +31,7 @@ public:
       throw std::runtime_error("cuBLAS libraries not found");
     load(blas_, create_, "cublasCreate_v2");
     load(blas_, gemm_, "cublasGemmEx");
+    load(blas_, setStream_, "cublasSetStream_v2");
     load(lt_, ltCreate_, "cublasLtCreate");
     load(lt_, descCreate_, "cublasLtMatmulDescCreate");
     load(lt_, descSet_, "cublasLtMatmulDescSetAttribute");
@@ -39,6 +40,12 @@ public:
     check(create_(&handle_), "cublasCreate");
     check(ltCreate_(&ltHandle_), "cublasLtCreate");
     workspace_ = kiln::cuda::malloc_device(kWorkspace);
+  }
+
+  /// Where cublasGemmEx launches (a kiln::cuda::Stream's handle; null: the
+  /// default stream), e.g. to capture it in a CUDA graph.
+  void set_stream(void *stream) {
+    check(setStream_(handle_, static_cast<cudaStream_t>(stream)), "cublasSetStream");
   }
 
   /// C(M, N) = A(M, K) @ B(K, N), row-major fp16 (or `type`), fp32
@@ -93,6 +100,7 @@ private:
   cublasHandle_t handle_ = nullptr;
   cublasLtHandle_t ltHandle_ = nullptr;
   decltype(&::cublasCreate_v2) create_ = nullptr;
+  decltype(&::cublasSetStream_v2) setStream_ = nullptr;
   // The C entry point (the header also declares a C++ overload).
   cublasStatus_t (*gemm_)(cublasHandle_t, cublasOperation_t, cublasOperation_t, int, int, int,
                           const void *, const void *, cudaDataType, int, const void *, cudaDataType,

@@ -168,6 +168,9 @@ int main(int argc, char **argv) {
     int decodeRows = gpt2::ModelOptions{}.decode_kernel_rows;
     app.add_option("--decode-kernel-rows", decodeRows,
                    "steps of up to this many sequences on the decode-step kernels (8, 1 or 0)");
+    int fewRows = gpt2::ModelOptions{}.few_row_products;
+    app.add_option("--few-rows", fewRows,
+                   "steps of 2 to this many sequences run their products on ops::FewRowsLinear (0-16)");
     if (!tool::parse(app, argc, argv))
       return 0;
     gpt2::Mode parsedMode;
@@ -189,6 +192,8 @@ int main(int argc, char **argv) {
         throw tool::UsageError("--new: every count must be between 2 and 512 tokens");
     if (decodeRows != 0 && decodeRows != 1 && decodeRows != 8)
       throw tool::UsageError("--decode-kernel-rows must be 8, 1 or 0");
+    if (fewRows < 0 || fewRows > 16)
+      throw tool::UsageError("--few-rows must be between 0 and 16");
     gpt2::Precision prec = gpt2::parse_precision(precision);
     std::string why;
     if (!cuda::available(&why))
@@ -205,6 +210,7 @@ int main(int argc, char **argv) {
     gpt2::ModelOptions mo;
     mo.max_batch = std::max(8, *std::max_element(batches.begin(), batches.end()));
     mo.decode_kernel_rows = decodeRows;
+    mo.few_row_products = fewRows;
     auto t1 = Clock::now();
     gpt2::Model model(w, target, prec, gpt2::apply_mode(parsedMode, mo));
     double setupSeconds = since(t1);
@@ -232,10 +238,10 @@ int main(int argc, char **argv) {
       return 0;
     }
     std::printf(
-        "{\"model\": \"%s\", \"precision\": \"%s\", \"mode\": \"%s\", \"decode_kernel_rows\": %d, "
+        "{\"model\": \"%s\", \"precision\": \"%s\", \"mode\": \"%s\", \"decode_kernel_rows\": %d, \"few_rows\": %d, "
         "\"device\": \"%s\", \"weights_s\": %.3f, \"setup_s\": %.3f, \"compile_s\": %.3f, \"kernels_from_cache\": %d, \"kernels\": %zu, "
         "\"device_bytes\": %zu, \"runs\": [",
-        size.c_str(), precision.c_str(), mode.c_str(), decodeRows, cuda::device_name().c_str(), weightsSeconds,
+        size.c_str(), precision.c_str(), mode.c_str(), decodeRows, fewRows, cuda::device_name().c_str(), weightsSeconds,
         setupSeconds, e.compile_seconds,
         int(std::count_if(e.kernels.begin(), e.kernels.end(),
                           [](auto &k) { return k.from_cache; })),

@@ -444,6 +444,45 @@ TEST_CASE("GPT-2 124M on the GPU matches HF transformers in fp32, fp16 and bf16"
   }
 }
 
+TEST_CASE("fp16 batches decode alike on the few-row products and on the prefill products") {
+  Golden g = readGolden(goldenDir() + "/124M_fp32.json");
+  Weights w = Weights::random(g.config, g.seed);
+  GenerateOptions go;
+  go.max_new_tokens = int(g.greedy.size());
+  go.stop_at_eot = false;
+  for (int few : {16, 0}) {
+    CAPTURE(few);
+    ModelOptions mo;
+    mo.max_batch = 5;
+    mo.few_row_products = few;
+    Model model(w, target(), Precision::F16, mo);
+    bool listed = false;
+    for (const auto &k : model.explain().kernels)
+      listed = listed || k.role == "mlp_proj_few";
+    CHECK(listed == (few > 0));
+    // Five copies of the prompt: a decode step of 5 rows. Each follows HF's
+    // greedy tokens up to the first step where HF's top two logits are
+    // closer than fp16's error (as in the test above), and all five agree.
+    float lo = *std::min_element(g.last.begin(), g.last.end());
+    float hi = *std::max_element(g.last.begin(), g.last.end());
+    double bound = 2e-2 * double(hi - lo);
+    auto out = model.generate(std::vector<std::vector<int32_t>>(5, g.prompt), go);
+    for (const auto &seq : out) {
+      CHECK(seq == out.front());
+      std::size_t checked = 0;
+      while (checked < g.greedy.size() && g.gaps[checked] >= bound && seq[checked] == g.greedy[checked])
+        ++checked;
+      MESSAGE("few_row_products " << few << ": greedy tokens identical to HF for " << checked << " of "
+                                  << g.greedy.size());
+      CHECK((checked == g.greedy.size() || g.gaps[checked] < bound));
+    }
+  }
+  ModelOptions bad;
+  bad.few_row_products = 17;
+  CHECK_THROWS_WITH_AS(Model(w, target(), Precision::F16, bad), "gpt2: few_row_products must be 0 to 16 (got 17)",
+                       Error);
+}
+
 TEST_CASE("a long fp16 prefill agrees with a short one on their common rows") {
   Golden g = readGolden(goldenDir() + "/124M_fp32.json");
   Weights w = Weights::random(g.config, g.seed);

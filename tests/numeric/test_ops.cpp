@@ -555,6 +555,53 @@ TEST_CASE_TEMPLATE("one-launch split-K product adds its partial tiles and the re
   }
 }
 
+TEST_CASE_TEMPLATE("few-row product on the transposed weight adds its partial tiles and the residual in place", T,
+                   float, half) {
+  using D = std::conditional_t<std::is_same_v<T, float>, f32, f16>;
+  constexpr int BR = 16, BN = 32, BK = 32;
+  using Few = ops::FewRowsLinear<D, BR, BN, BK, ops::Epilogue::BiasResidual>;
+  auto k = compile<Few>(kCpu);
+  // 10 of 16 rows, 100 columns (a ragged column tile), K = 700: in 11
+  // ranges of 64 (more than one step of the last program's sum, the last
+  // range ragged), and in one.
+  const int M = 10, N = 100, K = 700;
+  auto x = test::random_vector<T>(std::size_t(M) * K, 23);
+  auto wt = test::random_vector<T>(std::size_t(N) * K, 24); // [N, K]
+  auto bias = test::random_vector<T>(N, 25);
+  const auto res = test::random_vector<T>(std::size_t(M) * N, 26);
+  std::vector<T> w(std::size_t(K) * N); // [K, N] for the reference
+  for (int n = 0; n < N; ++n)
+    for (int kk = 0; kk < K; ++kk)
+      w[std::size_t(kk) * N + n] = wt[std::size_t(n) * K + kk];
+  auto want = ref::matmul(x, w, M, N, K); // then + bias per column
+  for (std::size_t i = 0; i < want.size(); ++i)
+    want[i] += double(float(bias[i % N]));
+  double tol = std::is_same_v<T, half> ? 2e-2 : 1e-4;
+  for (int kSplit : {64, 700}) {
+    CAPTURE(kSplit);
+    const int splits = ceil_div(K, kSplit);
+    std::vector<T> c = res;
+    std::vector<float> partial(std::size_t(splits) * N * BR, -1.f);
+    std::vector<int32_t> counter(std::size_t(ceil_div(N, BN)), 0);
+    Mem dx(x);
+    Mem dw(wt);
+    Mem dbias(bias);
+    Mem dc(c);
+    Mem dp(partial);
+    Mem dn(counter);
+    // Twice, each time adding the product to c: the last program of each
+    // column tile resets its counter for the next launch.
+    for (int launch = 1; launch <= 2; ++launch) {
+      k.launch(Grid(ceil_div(N, BN), splits), dx(), dw(), dbias(), dc(), dc(), dp(), dn(), M, N, K, kSplit);
+      std::vector<double> expect(want.size());
+      for (std::size_t i = 0; i < want.size(); ++i)
+        expect[i] = double(float(res[i])) + launch * want[i];
+      check(dc.fetch(), expect, tol, tol);
+      CHECK(dn.fetch() == std::vector<int32_t>(counter.size(), 0));
+    }
+  }
+}
+
 TEST_CASE("row argmax finds the first maximum and advances the position") {
   auto k = compile<ops::ArgmaxRows<f32, 256>>(kCpu);
   const int R = 3, V = 1000;

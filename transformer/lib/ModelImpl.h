@@ -118,21 +118,22 @@ template <class D> struct ModelImpl final : Model::Impl {
     using W4 = Widths<4 * CW>;  // and 4C
     int64_t C = cfg.n_embd;
     int rows = opts.decode_kernel_rows;
+    int few = opts.few_row_products;
     auto decodeCopy = [&](std::size_t i, nn::Shape s) { return CW ? upload(p.at(i), s) : Tensor<D>{}; };
     nn::LayerNorm<D> ln1(ctx, upload(p[0], {C}), upload(p[1], {C}));
     nn::Linear<D, Epilogue::BiasResidual> attnProj(ctx, upload(p[4], {C, C}), upload(p[5], {C}),
-                                                   decodeCopy(13, {C, C}), {"attn_proj", rows}, W1{});
+                                                   decodeCopy(13, {C, C}), {"attn_proj", rows, few}, W1{});
     nn::CausalSelfAttention<D> attn(ctx, std::move(ln1), upload(p[2], {C, 3 * C}),
                                     upload(p[3], {3 * C}), decodeCopy(12, {3 * C, C}),
                                     std::move(attnProj), cfg.n_head,
-                                    nn::KvCache<D>(target, B, Tmax, C), W1{}, rows);
+                                    nn::KvCache<D>(target, B, Tmax, C), W1{}, rows, few);
     nn::LayerNorm<D> ln2(ctx, upload(p[6], {C}), upload(p[7], {C}));
     nn::NormLinear<D, Epilogue::BiasGelu> fc(ctx, std::move(ln2), upload(p[8], {C, 4 * C}),
                                              upload(p[9], {4 * C}), decodeCopy(14, {4 * C, C}),
-                                             {"fc_gelu", rows}, W1{});
+                                             {"fc_gelu", rows, few}, W1{});
     nn::Linear<D, Epilogue::BiasResidual> mlpProj(ctx, upload(p[10], {4 * C, C}),
                                                   upload(p[11], {C}), decodeCopy(15, {C, 4 * C}),
-                                                  {"mlp_proj", rows}, W4{});
+                                                  {"mlp_proj", rows, few}, W4{});
     return nn::TransformerBlock<D>(std::move(attn), nn::Mlp<D>(std::move(fc), std::move(mlpProj)));
   }
 
@@ -146,6 +147,9 @@ template <class D> struct ModelImpl final : Model::Impl {
     if (o.decode_kernel_rows != 0 && o.decode_kernel_rows != 1 && o.decode_kernel_rows != nn::kDecodeRows)
       throw Error("gpt2: decode_kernel_rows must be 0, 1 or " + std::to_string(nn::kDecodeRows) + " (got " +
                   std::to_string(o.decode_kernel_rows) + ")");
+    if (o.few_row_products < 0 || o.few_row_products > nn::kFewRows)
+      throw Error("gpt2: few_row_products must be 0 to " + std::to_string(nn::kFewRows) + " (got " +
+                  std::to_string(o.few_row_products) + ")");
     int64_t C = cfg.n_embd;
     if (!nn::detail::withWidth(C, [&]<int CW>() { build<CW>(w); }, DecodeWidths{}))
       build<0>(w);
@@ -176,7 +180,7 @@ template <class D> struct ModelImpl final : Model::Impl {
     }
     nn::LayerNorm<D> lnf(ctx, upload(hostCopy(w.ln_f_w), {C}), upload(hostCopy(w.ln_f_b), {C}));
     lmHead.emplace(ctx, std::move(lnf), upload(hostCopy(w.wte, /*transposed=*/true), {C, V}),
-                   decodeCopies ? wte : Tensor<D>{}, Widths<CW>{});
+                   decodeCopies ? wte : Tensor<D>{}, Widths<CW>{}, opts.few_row_products);
     gather.emplace(ctx);
     sampler.emplace(ctx);
 

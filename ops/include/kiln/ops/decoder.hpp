@@ -5,7 +5,10 @@
 #include "kiln/ops/elementwise.hpp"
 #include "kiln/ops/matmul.hpp"
 
+#include <algorithm>
 #include <tuple>
+#include <utility>
+#include <vector>
 
 namespace kiln::ops {
 
@@ -264,6 +267,90 @@ template <class T, int BM_, int BN_, int BK_, Epilogue E> struct SplitKLinear {
         v = v + cast<f32>(load(res + rows * N + cols, inside, 0));
       store(c + rows * N + cols, cast<T>(v), inside);
       store(counter + tile, I32(0));
+    });
+  }
+};
+
+/// `c = E(x @ wt^T)` for 2 to BR rows (a decode step of a batch), with the
+/// weight taken transposed (`wt` [N, K], a row per output column, as the
+/// decode GEMVs take it) and the operands of the tensor-core product
+/// swapped: program (j, s) computes the transposed tile
+///
+///   acc(BN, BR) = wt[rn, lo:hi] @ x[0:BR, lo:hi]^T,  lo = s * k_split
+///
+/// so the BN weight rows are the mma's 16-row side and the few activation
+/// rows its 8-wide side: at 8 rows nothing is padded, and what a program
+/// costs is streaming its (BN, k_split) panel of the weight, K-contiguous,
+/// through the cp.async ring. Rows past M read nothing. Each program stores
+/// its f32 tile to `partial[s]` ([S, N, BR]) (with S = 1 it finishes the
+/// tile itself: no partial, no counter); the last of the S programs of
+/// column tile j to finish (counter[j], reset to 0 by it) adds the S tiles in
+/// order s = 0..S-1 (the same sum whichever program is last), kReduce loads
+/// in flight at a time, applies the epilogue (+ bias, then gelu; or + bias +
+/// res, where `res` may be `c`) and stores c [M, N].
+/// Grid: (cdiv(N, BN), S), S >= 1.
+template <class T, int BR_, int BN_, int BK_, Epilogue E> struct FewRowsLinear {
+  static constexpr int BR = BR_, BN = BN_, BK = BK_;
+  /// Partial tiles added per step of the last program's sum.
+  static constexpr int kReduce = 8;
+  /// Every warp owns at least one 16x8 tile of the product, and the ring of
+  /// weight panels and activation tiles fits in shared memory.
+  static constexpr bool feasible(int warps, int stages, int schedule) {
+    constexpr int bytes = int(sizeof(typename T::host));
+    return schedule == 0 && BN % 16 == 0 && BR % 8 == 0 && (BN / 16) * (BR / 8) >= warps &&
+           stages * (BN + BR) * BK * bytes <= 227 * 1024;
+  }
+  /// {S, k_split}: K ranges (a multiple of BK each) that spread a product
+  /// of N columns over about `programs` programs, and no more ranges than
+  /// there are BK steps in K.
+  static constexpr std::pair<int, int> split(int N, int K, int programs) {
+    int tiles = (N + BN - 1) / BN, steps = (K + BK - 1) / BK;
+    int want = std::clamp(programs / tiles, 1, steps);
+    int range = (steps + want - 1) / want * BK;
+    return {(K + range - 1) / range, range};
+  }
+  void operator()(Ptr<T> x, Ptr<T> wt, Ptr<T> bias, Ptr<T> res, Ptr<T> c, Ptr<f32> partial,
+                  Ptr<i32> counter, I32 M, I32 N, I32 K, I32 k_split) const {
+    detail::wait_for_previous_kernel();
+    auto j = program_id(0), s = program_id(1);
+    auto S = num_programs(1);
+    auto rn = j * BN + arange<BN>(); // output columns: weight rows
+    auto rm = arange<BR>();          // output rows: activation rows
+    auto lo = s * k_split;
+    auto acc = detail::matmul_tile<T, BN, BR, BK, InputPrecision::ieee, /*BT=*/true>(
+        wt, x, N, M, lo, minimum(K, lo + k_split), K, K, rn, rm);
+    auto cols = expand_dims<1>(rn); // (BN, 1)
+    auto rows = expand_dims<0>(rm); // (1, BR)
+    auto inside = (cols < N) & (rows < M);
+    auto finish = [&](Tile<f32, BN, BR> v) {
+      if constexpr (E != Epilogue::None)
+        v = v + expand_dims<1>(cast<f32>(load(bias + rn, rn < N, 0)));
+      if constexpr (E == Epilogue::BiasGelu)
+        v = gelu_tanh<kApproxFor<T>>(v);
+      if constexpr (E == Epilogue::BiasResidual)
+        v = v + cast<f32>(load(res + rows * N + cols, inside, 0));
+      store(c + rows * N + cols, cast<T>(v), inside);
+    };
+    // Loops of one iteration or none: branches on the (uniform) split count.
+    auto when = [](auto cond, auto body) { for_range(0, where(cond, I32(1), I32(0)), 1, [&](I32) { body(); }); };
+    when(S == 1, [&] { finish(acc); }); // the whole of K: nothing to add
+    when(S > 1, [&] {
+      auto at = [&](I32 t) { return partial + (t * N + cols) * BR + rows; };
+      store(at(s), acc, inside);
+      // The last program of the column tile adds the partial tiles; its
+      // atomic_add made every one of them visible.
+      when(atomic_add(counter + j, 1) == S - 1, [&] {
+        auto v = for_range(0, S, kReduce, zeros<f32, BN, BR>(), [&](I32 t0, Tile<f32, BN, BR> sum) {
+          std::vector<Tile<f32, BN, BR>> part;
+          for (int u = 0; u < kReduce; ++u)
+            part.push_back(load(at(t0 + u), inside & (t0 + u < S), 0.0f));
+          for (auto &p : part)
+            sum = sum + p;
+          return sum;
+        });
+        finish(v);
+        store(counter + j, I32(0));
+      });
     });
   }
 };

@@ -45,6 +45,11 @@ struct ModelOptions {
   /// an H200 with heuristic tiles and 1.4x tuned), 8 (the 8-row decode
   /// kernels) or 0 (every step on the prefill products).
   int decode_kernel_rows = 1;
+  /// Decode steps of 2 to this many sequences (at most 16) that do not run
+  /// the decode-step kernels run their products on ops::FewRowsLinear (the
+  /// [N, K] weight copies streamed as the tensor cores' wide operand, split
+  /// along K); 0: on the prefill products.
+  int few_row_products = 16;
 };
 
 /// torch.compile's modes, kiln's way:

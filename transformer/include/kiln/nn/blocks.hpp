@@ -53,8 +53,8 @@ enum class Epilogue { None, Bias, BiasGelu, BiasResidual };
 /// Decode-step kernels run up to this many rows; more rows take the
 /// prefill kernels.
 inline constexpr int kDecodeRows = 8;
-/// The most rows a split-K product (ops::SplitKLinear) serves.
-inline constexpr int kSplitKRows = 64;
+/// The most rows a few-row product (ops::FewRowsLinear) serves.
+inline constexpr int kFewRows = 16;
 
 /// Input widths K for which a block builds decode-step kernels. K is a
 /// compile-time constant of those kernels (it fixes their loop over the
@@ -328,13 +328,12 @@ struct LinearOptions {
   /// kDecodeRows rows (`decode_rows` == kDecodeRows); 0: none. They need
   /// the weight as [N, K] (`weight_t`) and K among the block's nn::Widths.
   int decode_rows = kDecodeRows;
-  /// Products of 2 to this many rows (at most kSplitKRows) that would run
-  /// fewer than two tiles per multiprocessor run split along K in one
-  /// launch (ops::SplitKLinear) on GPUs, for 16-bit types; 0 (the
-  /// default): never. On an H200, GPT-2 124M's batch-8 decode step took
-  /// 0.70-0.73 ms with it against 0.63-0.67 ms on the tuned products
-  /// (bench/README.md), so it is opt-in until its tiles are tuned.
-  int split_k_rows = 0;
+  /// Products of 2 to this many rows (at most kFewRows; a decode step of a
+  /// batch) run ops::FewRowsLinear on GPUs for 16-bit types when the weight
+  /// is also given as [N, K] (`weight_t`): the weight streams as the
+  /// tensor cores' wide operand, split along K over about one program per
+  /// multiprocessor; 0: they run the prefill products.
+  int few_rows = kFewRows;
 };
 
 /// `out = E(x @ weight)`: weight [K, N], bias [N] (not for None), and for
@@ -385,16 +384,20 @@ public:
         small.num_stages = 3;
       big_ = ctx.kernel<Big>(role, big);
       small_ = ctx.kernel<Small>(role + "_small", small);
-      if constexpr (!kF32)
-        if (options_.split_k_rows >= 2)
-          prepareSplitK(ctx);
     } else {
       cpu_ = ctx.kernel<Cpu>(role);
       if constexpr (kPlain)
         cpuFew_ = ctx.kernel<CpuFew>(role + "_few");
     }
-    if (options_.decode_rows > 0 && !weightT_.empty()) {
+    if (options_.few_rows < 0 || options_.few_rows > kFewRows)
+      throw Error(name_ + ": few_rows must be 0 to " + std::to_string(kFewRows) + " (got " +
+                  std::to_string(options_.few_rows) + ")");
+    if (!weightT_.empty())
       expect(weightT_, {out_features(), in_features()}, name_, "weight_t");
+    if constexpr (!kF32)
+      if (gpu_ && options_.few_rows >= 2 && !weightT_.empty())
+        prepareFew(ctx);
+    if (options_.decode_rows > 0 && !weightT_.empty()) {
       if (!detail::withWidth(in_features(), [&]<int K>() { requestDecode<K>(ctx); },
                              typename Widths<W...>::sequence{}))
         throw Error(name_ + ": decode kernels for " + std::to_string(in_features()) +
@@ -436,7 +439,7 @@ public:
     expect(x, {kAny, in_features()}, name_, "x");
     expect(out, {x.dim(0), out_features()}, name_, "out");
     int64_t M = x.dim(0), bucket = rows_bucket(M);
-    if (decodes(M) || splits(M) || tuned_.count(bucket))
+    if (decodes(M) || few(M) || tuned_.count(bucket))
       return;
     std::map<std::string, TunedLaunch> launchers;
     auto tuneIn = [&](auto candidates) {
@@ -497,11 +500,13 @@ public:
   /// the decode kernels or the heuristic's tiles.
   const Tuned *tuned_for(int64_t rows) const {
     auto t = tuned_.find(rows_bucket(rows));
-    return decodes(rows) || splits(rows) || t == tuned_.end() ? nullptr : t->second.tuned.get();
+    return decodes(rows) || few(rows) || t == tuned_.end() ? nullptr : t->second.tuned.get();
   }
 
-  /// True when products of `rows` rows run split along K (ops::SplitKLinear).
-  bool splits(int64_t rows) const { return !decodes(rows) && splitsFor(rows) >= 2; }
+  /// True when products of `rows` rows run ops::FewRowsLinear.
+  bool few(int64_t rows) const {
+    return few_.has_value() && rows >= 2 && rows <= options_.few_rows && !decodes(rows);
+  }
 
   /// True when `rows` rows run on the decode-step kernels.
   bool decodes(int64_t rows) const {
@@ -603,54 +608,35 @@ private:
     withMatmulArgs<KK>(x, res, out, [&](const Grid &g, const auto &...a) { k(ctx, g, a...); });
   }
 
-  // Split-K products of a few rows: 16-row tiles of 64 columns on tensor
-  // cores (mma.sync), 64-deep steps.
-  using SplitK = ops::SplitKLinear<D, 16, 64, 64, detail::opsEpilogue(E)>;
-  static constexpr int64_t kSplitKStep = 256; ///< the shortest K range a program takes
+  // Products of 2 to kFewRows rows on the transposed weight: 32 of its
+  // rows (output columns) by 128-deep steps a program, 4 warps, 3 stages,
+  // K split for about one program per multiprocessor of an H200 (as
+  // ranked there by kiln_bench's BM_few_rows over 7 tiles, 1-8 warps and
+  // 2-4 stages at GPT-2's four shapes; bench/README.md).
+  using Few = ops::FewRowsLinear<D, kFewRows, 32, 128, detail::opsEpilogue(E)>;
+  static constexpr int kFewPrograms = 132;
 
-  /// How many K ranges a product of M rows is split into: enough programs
-  /// for two per multiprocessor (kFewTiles), each taking at least
-  /// kSplitKStep of K; 0 or 1: not split (too many rows, or enough tiles).
-  int splitsFor(int64_t M) const {
-    if (!splitK_ || M < 2 || M > std::min<int64_t>(options_.split_k_rows, kSplitKRows))
-      return 0;
-    int64_t K = in_features();
-    int64_t tiles = int64_t(ceil_div(M, SplitK::BM)) * ceil_div(out_features(), SplitK::BN);
-    int64_t want = std::min<int64_t>(ceil_div(kFewTiles, tiles), K / kSplitKStep);
-    if (want < 2)
-      return 0;
-    int64_t range = int64_t(ceil_div(ceil_div(K, want), SplitK::BK)) * SplitK::BK;
-    return int(ceil_div(K, range));
+  void prepareFew(Context &ctx) {
+    int N = int(out_features()), K = int(in_features());
+    auto [splits, range] = Few::split(N, K, kFewPrograms);
+    CompileOptions options;
+    options.num_warps = 4;
+    options.num_stages = 3;
+    few_ = ctx.kernel<Few>(options_.role + "_few", options);
+    fewSplits_ = splits;
+    fewRange_ = range;
+    // Partial tiles (f32) and per-column-tile counters (zero between
+    // launches); a product of one K range needs neither.
+    fewPartial_ = Tensor<f32>(ctx.target(), {splits > 1 ? int64_t(splits) * N * kFewRows : 1});
+    fewCounter_ = Tensor<i32>(ctx.target(), {splits > 1 ? int64_t(ceil_div(N, Few::BN)) : 1});
   }
 
-  void prepareSplitK(Context &ctx) {
-    int64_t N = out_features(), most = 0;
-    for (int64_t M = 2; M <= std::min<int64_t>(options_.split_k_rows, kSplitKRows); ++M) {
-      splitK_ = true; // for splitsFor
-      if (int splits = splitsFor(M); splits >= 2)
-        most = std::max(most, splits * M * N);
-    }
-    splitK_ = false;
-    if (most == 0)
-      return;
-    splitKernel_ = ctx.kernel<SplitK>(options_.role + "_splitk");
-    // Partial tiles (f32) and per-tile counters (zero between launches),
-    // for the most rows this block splits.
-    splitPartial_ = Tensor<f32>(ctx.target(), {most});
-    splitCounter_ = Tensor<i32>(ctx.target(), {int64_t(ceil_div(kSplitKRows, SplitK::BM)) *
-                                               ceil_div(N, SplitK::BN)});
-    splitK_ = true;
-  }
-
-  void launchSplitK(Context &ctx, const Tensor<D> &x, const Tensor<D> *res, const Tensor<D> &out,
-                    int splits) const {
+  void launchFew(Context &ctx, const Tensor<D> &x, const Tensor<D> *res, const Tensor<D> &out) const {
     int M = int(x.dim(0)), N = int(out_features()), K = int(in_features());
-    int range = int(ceil_div(ceil_div(K, splits), SplitK::BK)) * SplitK::BK;
     auto *b = bias_.empty() ? x.data() : bias_.data();
     auto *r = res ? res->data() : out.data();
-    (*splitKernel_)(ctx, Grid(ceil_div(M, SplitK::BM), ceil_div(N, SplitK::BN), splits), x.data(),
-                    weight_.data(), b, r, out.data(), splitPartial_.data(), splitCounter_.data(), M, N,
-                    K, range);
+    (*few_)(ctx, Grid(ceil_div(N, Few::BN), fewSplits_), x.data(), weightT_.data(), b, r, out.data(),
+            fewPartial_.data(), fewCounter_.data(), M, N, K, fewRange_);
   }
 
   void run(Context &ctx, const Tensor<D> &x, const Tensor<D> *res, const Tensor<D> &out) const {
@@ -661,8 +647,8 @@ private:
       return tunedDecode1_ ? tunedDecode1_(*this, ctx, x, res, out) : decode1_(*this, ctx, x, res, out);
     if (M > 1 && M <= kDecodeRows && decode8_)
       return tunedDecode8_ ? tunedDecode8_(*this, ctx, x, res, out) : decode8_(*this, ctx, x, res, out);
-    if (int splits = splitsFor(M); splits >= 2)
-      return launchSplitK(ctx, x, res, out, splits);
+    if (few(M))
+      return launchFew(ctx, x, res, out);
     if (auto t = tuned_.find(rows_bucket(M)); t != tuned_.end())
       return t->second.launch(t->second.tuned->kernel(), *this, ctx, x, res, out);
     if (!gpu_)
@@ -683,10 +669,10 @@ private:
   std::optional<Handle<Small>> small_;
   std::optional<Handle<Cpu>> cpu_;
   std::optional<Handle<CpuFew>> cpuFew_;
-  bool splitK_ = false;
-  std::optional<Handle<SplitK>> splitKernel_;
-  Tensor<f32> splitPartial_;
-  Tensor<i32> splitCounter_;
+  std::optional<Handle<Few>> few_;
+  int fewSplits_ = 0, fewRange_ = 0;
+  Tensor<f32> fewPartial_;
+  Tensor<i32> fewCounter_;
   Launch decode1_, decode8_;
   using DecodeSite = Tunable<const Linear &, Context &, const Tensor<D> &, const Tensor<D> *, const Tensor<D> &>;
   DecodeSite tunedDecode1_, tunedDecode8_;
@@ -710,7 +696,7 @@ public:
   NormLinear(Context &ctx, LayerNorm<D> ln, Tensor<D> weight, Tensor<D> bias, Tensor<D> weight_t,
              LinearOptions options = {}, Widths<W...> = {})
       : ln_(std::move(ln)), linear_(ctx, std::move(weight), std::move(bias), weight_t,
-                                    LinearOptions{options.role, 0, options.split_k_rows}),
+                                    LinearOptions{options.role, 0, options.few_rows}),
         role_(options.role) {
     if (ln_.features() != linear_.in_features())
       throw Error("nn::NormLinear: a layernorm of " + std::to_string(ln_.features()) +
@@ -883,13 +869,16 @@ public:
   static constexpr int kChunk = 32, kMaxSplits = 32;
 
   /// `decode_rows`: steps of up to this many sequences (1 or kDecodeRows)
-  /// run the fused decode QKV kernel; larger ones the prefill kernels.
+  /// run the fused decode QKV kernel; larger ones the prefill kernels, whose
+  /// QKV product runs ops::FewRowsLinear for up to `few_rows` rows
+  /// (LinearOptions::few_rows; it needs w_qkv_t).
   template <int... W>
   CausalSelfAttention(Context &ctx, LayerNorm<D> ln, Tensor<D> w_qkv, Tensor<D> b_qkv,
                       Tensor<D> w_qkv_t, Linear<D, Epilogue::BiasResidual> proj, int heads,
-                      KvCache<D> cache, Widths<W...> = {}, int decode_rows = kDecodeRows)
-      : qkv_(ctx, std::move(ln), std::move(w_qkv), std::move(b_qkv), Tensor<D>{},
-             LinearOptions{"qkv", 0}),
+                      KvCache<D> cache, Widths<W...> = {}, int decode_rows = kDecodeRows,
+                      int few_rows = kFewRows)
+      : qkv_(ctx, std::move(ln), std::move(w_qkv), std::move(b_qkv), w_qkv_t,
+             LinearOptions{"qkv", 0, few_rows}),
         qkvT_(std::move(w_qkv_t)), proj_(std::move(proj)), heads_(heads), cache_(std::move(cache)) {
     int64_t C = features();
     std::string name = "nn::CausalSelfAttention(" + std::to_string(C) + ")";
@@ -1319,9 +1308,10 @@ private:
 template <class D> class LmHead {
 public:
   template <int... W>
-  LmHead(Context &ctx, LayerNorm<D> ln_f, Tensor<D> wte_t, Tensor<D> wte, Widths<W...> widths = {})
+  LmHead(Context &ctx, LayerNorm<D> ln_f, Tensor<D> wte_t, Tensor<D> wte, Widths<W...> widths = {},
+         int few_rows = kFewRows)
       : ln_(std::move(ln_f)),
-        linear_(ctx, std::move(wte_t), Tensor<D>{}, std::move(wte), LinearOptions{"lm_head", 1},
+        linear_(ctx, std::move(wte_t), Tensor<D>{}, std::move(wte), LinearOptions{"lm_head", 1, few_rows},
                 widths) {}
   int64_t vocab() const { return linear_.out_features(); }
   /// Tunes the head's product for normed.dim(0) rows (both tensors overwritten).
