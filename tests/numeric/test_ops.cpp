@@ -558,12 +558,10 @@ TEST_CASE_TEMPLATE("one-launch split-K product adds its partial tiles and the re
 TEST_CASE_TEMPLATE("few-row product on the transposed weight adds its partial tiles and the residual in place", T,
                    float, half) {
   using D = std::conditional_t<std::is_same_v<T, float>, f32, f16>;
-  constexpr int BR = 16, BN = 32, BK = 32;
-  using Few = ops::FewRowsLinear<D, BR, BN, BK, ops::Epilogue::BiasResidual>;
-  auto k = compile<Few>(kCpu);
+  constexpr int BR = 16, BN = 32;
   // 10 of 16 rows, 100 columns (a ragged column tile), K = 700: in 11
   // ranges of 64 (more than one step of the last program's sum, the last
-  // range ragged), and in one.
+  // range ragged), and in one range of 768.
   const int M = 10, N = 100, K = 700;
   auto x = test::random_vector<T>(std::size_t(M) * K, 23);
   auto wt = test::random_vector<T>(std::size_t(N) * K, 24); // [N, K]
@@ -577,9 +575,10 @@ TEST_CASE_TEMPLATE("few-row product on the transposed weight adds its partial ti
   for (std::size_t i = 0; i < want.size(); ++i)
     want[i] += double(float(bias[i % N]));
   double tol = std::is_same_v<T, half> ? 2e-2 : 1e-4;
-  for (int kSplit : {64, 700}) {
-    CAPTURE(kSplit);
-    const int splits = ceil_div(K, kSplit);
+  auto run = [&]<class Few>(int splits) {
+    CAPTURE(splits);
+    REQUIRE(Few::splits(K) == splits);
+    auto k = compile<Few>(kCpu);
     std::vector<T> c = res;
     std::vector<float> partial(std::size_t(splits) * N * BR, -1.f);
     std::vector<int32_t> counter(std::size_t(ceil_div(N, BN)), 0);
@@ -592,14 +591,16 @@ TEST_CASE_TEMPLATE("few-row product on the transposed weight adds its partial ti
     // Twice, each time adding the product to c: the last program of each
     // column tile resets its counter for the next launch.
     for (int launch = 1; launch <= 2; ++launch) {
-      k.launch(Grid(ceil_div(N, BN), splits), dx(), dw(), dbias(), dc(), dc(), dp(), dn(), M, N, K, kSplit);
+      k.launch(Grid(ceil_div(N, BN), splits), dx(), dw(), dbias(), dc(), dc(), dp(), dn(), M, N, K);
       std::vector<double> expect(want.size());
       for (std::size_t i = 0; i < want.size(); ++i)
         expect[i] = double(float(res[i])) + launch * want[i];
       check(dc.fetch(), expect, tol, tol);
       CHECK(dn.fetch() == std::vector<int32_t>(counter.size(), 0));
     }
-  }
+  };
+  run.template operator()<ops::FewRowsLinear<D, BR, BN, 32, 2, ops::Epilogue::BiasResidual>>(11);
+  run.template operator()<ops::FewRowsLinear<D, BR, BN, 128, 6, ops::Epilogue::BiasResidual>>(1);
 }
 
 TEST_CASE("row argmax finds the first maximum and advances the position") {

@@ -5,9 +5,8 @@
 #include "kiln/ops/elementwise.hpp"
 #include "kiln/ops/matmul.hpp"
 
-#include <algorithm>
+#include <optional>
 #include <tuple>
-#include <utility>
 #include <vector>
 
 namespace kiln::ops {
@@ -276,55 +275,72 @@ template <class T, int BM_, int BN_, int BK_, Epilogue E> struct SplitKLinear {
 /// decode GEMVs take it) and the operands of the tensor-core product
 /// swapped: program (j, s) computes the transposed tile
 ///
-///   acc(BN, BR) = wt[rn, lo:hi] @ x[0:BR, lo:hi]^T,  lo = s * k_split
+///   acc(BN, BR) = wt[rn, lo:hi] @ x[0:BR, lo:hi]^T,  lo = s * C * KC,
 ///
 /// so the BN weight rows are the mma's 16-row side and the few activation
-/// rows its 8-wide side: at 8 rows nothing is padded, and what a program
-/// costs is streaming its (BN, k_split) panel of the weight, K-contiguous,
-/// through the cp.async ring. Rows past M read nothing. Each program stores
-/// its f32 tile to `partial[s]` ([S, N, BR]) (with S = 1 it finishes the
-/// tile itself: no partial, no counter); the last of the S programs of
-/// column tile j to finish (counter[j], reset to 0 by it) adds the S tiles in
-/// order s = 0..S-1 (the same sum whichever program is last), kReduce loads
-/// in flight at a time, applies the epilogue (+ bias, then gelu; or + bias +
-/// res, where `res` may be `c`) and stores c [M, N].
-/// Grid: (cdiv(N, BN), S), S >= 1.
-template <class T, int BR_, int BN_, int BK_, Epilogue E> struct FewRowsLinear {
-  static constexpr int BR = BR_, BN = BN_, BK = BK_;
+/// rows its 8-wide side (nothing padded at 8 rows). What a program costs is
+/// reading its (BN, C * KC) panel of the weight, and it reads all of it at
+/// once, in C chunks of 16-byte loads issued before it waits on the previous
+/// kernel (programmatic dependent launch): the panel is in flight while that
+/// kernel ends, and every program of the grid is resident, so the whole
+/// weight streams in one memory round trip. Rows past M read nothing.
+///
+/// With one K range (S = 1) a program finishes its tile; otherwise it
+/// stores its f32 tile to `partial[s]` ([S, N, BR]) and the last of the S
+/// programs of column tile j to finish (counter[j], reset to 0 by it) adds
+/// the S tiles in order s = 0..S-1 (the same sum whichever program is
+/// last), kReduce loads in flight at a time. The epilogue: + bias, then
+/// gelu; or + bias + res, where `res` may be `c`. c is [M, N].
+/// Grid: (cdiv(N, BN), S) with S = cdiv(K, C * KC).
+template <class T, int BR_, int BN_, int KC_, int C_, Epilogue E> struct FewRowsLinear {
+  static constexpr int BR = BR_, BN = BN_, KC = KC_, C = C_;
   /// Partial tiles added per step of the last program's sum.
   static constexpr int kReduce = 8;
-  /// Every warp owns at least one 16x8 tile of the product, and the ring of
-  /// weight panels and activation tiles fits in shared memory.
+  /// Every warp owns at least one 16x8 tile of the product; every thread
+  /// loads whole 16-byte groups of each chunk and holds at most 128
+  /// registers of weights.
   static constexpr bool feasible(int warps, int stages, int schedule) {
     constexpr int bytes = int(sizeof(typename T::host));
-    return schedule == 0 && BN % 16 == 0 && BR % 8 == 0 && (BN / 16) * (BR / 8) >= warps &&
-           stages * (BN + BR) * BK * bytes <= 227 * 1024;
+    int threads = warps * 32;
+    return schedule == 0 && stages == 2 && BN % 16 == 0 && BR % 8 == 0 && (BN / 16) * (BR / 8) >= warps &&
+           BN * KC * bytes >= threads * 16 && C * BN * KC * bytes / 4 / threads <= 128;
   }
-  /// {S, k_split}: K ranges (a multiple of BK each) that spread a product
-  /// of N columns over about `programs` programs, and no more ranges than
-  /// there are BK steps in K.
-  static constexpr std::pair<int, int> split(int N, int K, int programs) {
-    int tiles = (N + BN - 1) / BN, steps = (K + BK - 1) / BK;
-    int want = std::clamp(programs / tiles, 1, steps);
-    int range = (steps + want - 1) / want * BK;
-    return {(K + range - 1) / range, range};
-  }
+  /// The K ranges a product of K inputs is split into (grid axis 1).
+  static constexpr int splits(int K) { return (K + C * KC - 1) / (C * KC); }
+
   void operator()(Ptr<T> x, Ptr<T> wt, Ptr<T> bias, Ptr<T> res, Ptr<T> c, Ptr<f32> partial,
-                  Ptr<i32> counter, I32 M, I32 N, I32 K, I32 k_split) const {
-    detail::wait_for_previous_kernel();
+                  Ptr<i32> counter, I32 M, I32 N, I32 K) const {
+    launch_dependents();
     auto j = program_id(0), s = program_id(1);
     auto S = num_programs(1);
     auto rn = j * BN + arange<BN>(); // output columns: weight rows
     auto rm = arange<BR>();          // output rows: activation rows
-    auto lo = s * k_split;
-    auto acc = detail::matmul_tile<T, BN, BR, BK, InputPrecision::ieee, /*BT=*/true>(
-        wt, x, N, M, lo, minimum(K, lo + k_split), K, K, rn, rm);
+    auto lo = s * (C * KC);
+    auto ck = arange<KC>();
+    // The weight panel and the bias first: nothing an earlier kernel writes.
+    std::vector<Tile<T, BN, KC>> ws;
+    for (int q = 0; q < C; ++q) {
+      auto kk = expand_dims<0>(lo + q * KC + ck); // (1, KC)
+      ws.push_back(load(wt + expand_dims<1>(rn) * K + kk, expand_dims<1>(rn < N) & (kk < K), 0));
+    }
+    std::optional<Tile<f32, BN>> bv;
+    if constexpr (E != Epilogue::None)
+      bv = cast<f32>(load(bias + rn, rn < N, 0));
+    grid_dependency_wait();
+    std::vector<Tile<T, BR, KC>> xs;
+    for (int q = 0; q < C; ++q) {
+      auto kk = expand_dims<0>(lo + q * KC + ck);
+      xs.push_back(load(x + expand_dims<1>(rm) * K + kk, expand_dims<1>(rm < M) & (kk < K), 0));
+    }
+    auto acc = zeros<f32, BN, BR>();
+    for (int q = 0; q < C; ++q)
+      acc = dot(ws[std::size_t(q)], trans(xs[std::size_t(q)]), acc);
     auto cols = expand_dims<1>(rn); // (BN, 1)
     auto rows = expand_dims<0>(rm); // (1, BR)
     auto inside = (cols < N) & (rows < M);
     auto finish = [&](Tile<f32, BN, BR> v) {
       if constexpr (E != Epilogue::None)
-        v = v + expand_dims<1>(cast<f32>(load(bias + rn, rn < N, 0)));
+        v = v + expand_dims<1>(*bv);
       if constexpr (E == Epilogue::BiasGelu)
         v = gelu_tanh<kApproxFor<T>>(v);
       if constexpr (E == Epilogue::BiasResidual)

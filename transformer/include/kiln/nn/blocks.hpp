@@ -330,9 +330,9 @@ struct LinearOptions {
   int decode_rows = kDecodeRows;
   /// Products of 2 to this many rows (at most kFewRows; a decode step of a
   /// batch) run ops::FewRowsLinear on GPUs for 16-bit types when the weight
-  /// is also given as [N, K] (`weight_t`): the weight streams as the
-  /// tensor cores' wide operand, split along K over about one program per
-  /// multiprocessor; 0: they run the prefill products.
+  /// is also given as [N, K] (`weight_t`): the weight is the tensor cores'
+  /// wide operand, and each program loads its whole panel of it before
+  /// waiting on the previous kernel; 0: they run the prefill products.
   int few_rows = kFewRows;
 };
 
@@ -505,7 +505,7 @@ public:
 
   /// True when products of `rows` rows run ops::FewRowsLinear.
   bool few(int64_t rows) const {
-    return few_.has_value() && rows >= 2 && rows <= options_.few_rows && !decodes(rows);
+    return (fewWide_ || fewNarrow_) && rows >= 2 && rows <= options_.few_rows && !decodes(rows);
   }
 
   /// True when `rows` rows run on the decode-step kernels.
@@ -608,35 +608,47 @@ private:
     withMatmulArgs<KK>(x, res, out, [&](const Grid &g, const auto &...a) { k(ctx, g, a...); });
   }
 
-  // Products of 2 to kFewRows rows on the transposed weight: 32 of its
-  // rows (output columns) by 128-deep steps a program, 4 warps, 3 stages,
-  // K split for about one program per multiprocessor of an H200 (as
-  // ranked there by kiln_bench's BM_few_rows over 7 tiles, 1-8 warps and
-  // 2-4 stages at GPT-2's four shapes; bench/README.md).
-  using Few = ops::FewRowsLinear<D, kFewRows, 32, 128, detail::opsEpilogue(E)>;
-  static constexpr int kFewPrograms = 132;
+  // Products of 2 to kFewRows rows on the transposed weight, as ranked on
+  // an H200 by kiln_bench's BM_few_rows (12 shapes of panel, 1-8 warps, at
+  // GPT-2's products; bench/README.md): wide outputs take 32 weight rows a
+  // program and up to 768 of K (4 warps), which leaves at least 64 programs
+  // for one K range; narrow ones 16 rows and 256 of K (2 warps), split
+  // along K.
+  using FewWide = ops::FewRowsLinear<D, kFewRows, 32, 256, 3, detail::opsEpilogue(E)>;
+  using FewNarrow = ops::FewRowsLinear<D, kFewRows, 16, 128, 2, detail::opsEpilogue(E)>;
+  static constexpr int64_t kFewWideTiles = 64;
 
   void prepareFew(Context &ctx) {
-    int N = int(out_features()), K = int(in_features());
-    auto [splits, range] = Few::split(N, K, kFewPrograms);
-    CompileOptions options;
-    options.num_warps = 4;
-    options.num_stages = 3;
-    few_ = ctx.kernel<Few>(options_.role + "_few", options);
-    fewSplits_ = splits;
-    fewRange_ = range;
+    int64_t N = out_features(), K = in_features();
+    auto prepare = [&]<class F>(std::optional<Handle<F>> &handle, int warps) {
+      CompileOptions options;
+      options.num_warps = warps;
+      handle = ctx.kernel<F>(options_.role + "_few", options);
+      fewSplits_ = F::splits(int(K));
+      fewTiles_ = int(ceil_div(N, F::BN));
+    };
+    if (ceil_div(N, FewWide::BN) >= kFewWideTiles)
+      prepare.template operator()<FewWide>(fewWide_, 4);
+    else
+      prepare.template operator()<FewNarrow>(fewNarrow_, 2);
     // Partial tiles (f32) and per-column-tile counters (zero between
     // launches); a product of one K range needs neither.
-    fewPartial_ = Tensor<f32>(ctx.target(), {splits > 1 ? int64_t(splits) * N * kFewRows : 1});
-    fewCounter_ = Tensor<i32>(ctx.target(), {splits > 1 ? int64_t(ceil_div(N, Few::BN)) : 1});
+    fewPartial_ = Tensor<f32>(ctx.target(), {fewSplits_ > 1 ? int64_t(fewSplits_) * N * kFewRows : 1});
+    fewCounter_ = Tensor<i32>(ctx.target(), {fewSplits_ > 1 ? int64_t(fewTiles_) : 1});
   }
 
   void launchFew(Context &ctx, const Tensor<D> &x, const Tensor<D> *res, const Tensor<D> &out) const {
     int M = int(x.dim(0)), N = int(out_features()), K = int(in_features());
     auto *b = bias_.empty() ? x.data() : bias_.data();
     auto *r = res ? res->data() : out.data();
-    (*few_)(ctx, Grid(ceil_div(N, Few::BN), fewSplits_), x.data(), weightT_.data(), b, r, out.data(),
-            fewPartial_.data(), fewCounter_.data(), M, N, K, fewRange_);
+    auto launch = [&](const auto &k) {
+      k(ctx, Grid(uint32_t(fewTiles_), uint32_t(fewSplits_)), x.data(), weightT_.data(), b, r, out.data(),
+        fewPartial_.data(), fewCounter_.data(), M, N, K);
+    };
+    if (fewWide_)
+      launch(*fewWide_);
+    else
+      launch(*fewNarrow_);
   }
 
   void run(Context &ctx, const Tensor<D> &x, const Tensor<D> *res, const Tensor<D> &out) const {
@@ -669,8 +681,9 @@ private:
   std::optional<Handle<Small>> small_;
   std::optional<Handle<Cpu>> cpu_;
   std::optional<Handle<CpuFew>> cpuFew_;
-  std::optional<Handle<Few>> few_;
-  int fewSplits_ = 0, fewRange_ = 0;
+  std::optional<Handle<FewWide>> fewWide_;
+  std::optional<Handle<FewNarrow>> fewNarrow_;
+  int fewSplits_ = 0, fewTiles_ = 0;
   Tensor<f32> fewPartial_;
   Tensor<i32> fewCounter_;
   Launch decode1_, decode8_;
