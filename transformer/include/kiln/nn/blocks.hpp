@@ -1315,9 +1315,9 @@ private:
 
 /// `logits = layernorm(x) @ wte^T`, the head tied to the embedding. One row
 /// (a decode step of one sequence) streams wte itself ([V, C]) with the
-/// one-row kernel; more rows multiply by wte^T ([C, V]): on an H200 the
-/// one-row kernel took 22 us against 72 us for the 16-row product, which
-/// wins at 8 rows (71 us against 95).
+/// one-row kernel, 2 to `few_rows` rows with ops::FewRowsLinear (also on
+/// wte: 39 us a launch at 8 rows on an H200 against 72 us for the 16-row
+/// product); more rows multiply by wte^T ([C, V]).
 template <class D> class LmHead {
 public:
   template <int... W>
