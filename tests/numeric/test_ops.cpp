@@ -603,6 +603,79 @@ TEST_CASE_TEMPLATE("few-row product on the transposed weight adds its partial ti
   run.template operator()<ops::FewRowsLinear<D, BR, BN, 128, 6, ops::Epilogue::BiasResidual>>(1);
 }
 
+TEST_CASE_TEMPLATE("few-row products after a fused layernorm: MLP up with gelu, and QKV into the caches", T, float,
+                   half) {
+  using D = std::conditional_t<std::is_same_v<T, float>, f32, f16>;
+  constexpr int BR = 16, BN = 16;
+  // 5 of 16 rows, K = 200: in 4 ranges of 64 (the panel covers part of
+  // each row, whose statistics still span all of it; the last range
+  // ragged), and in one range of 256. N = 3 * 24 for QKV (ragged tiles).
+  const int M = 5, K = 200, W = 24, N = 3 * W, Tmax = 6;
+  auto x = test::random_vector<T>(std::size_t(M) * K, 51);
+  auto g = test::random_vector<T>(K, 52), beta = test::random_vector<T>(K, 53);
+  auto wt = test::random_vector<T>(std::size_t(N) * K, 54); // [N, K]
+  auto bias = test::random_vector<T>(N, 55);
+  std::vector<int32_t> pos{4, 0, 5, 2, 3};
+  // The reference: layernorm in double, rounded to T as a separate
+  // layernorm kernel stores it, then the product.
+  auto normed = ref::layernorm(x, g, beta, M, K, 1e-5);
+  std::vector<T> nt(normed.size());
+  for (std::size_t i = 0; i < normed.size(); ++i)
+    nt[i] = T(float(normed[i]));
+  std::vector<T> w(std::size_t(K) * N);
+  for (int n = 0; n < N; ++n)
+    for (int kk = 0; kk < K; ++kk)
+      w[std::size_t(kk) * N + n] = wt[std::size_t(n) * K + kk];
+  auto product = ref::matmul(nt, w, M, N, K);
+  for (std::size_t i = 0; i < product.size(); ++i)
+    product[i] += double(float(bias[i % N]));
+  std::vector<double> gelu(product.size());
+  for (std::size_t i = 0; i < product.size(); ++i)
+    gelu[i] = ref::gelu_tanh(product[i]);
+  double tol = std::is_same_v<T, half> ? 2e-2 : 1e-4;
+  auto run = [&]<int KC, int C>(int splits) {
+    CAPTURE(splits);
+    using Up = ops::FewRowsNormLinear<D, BR, BN, KC, C, ops::Epilogue::BiasGelu>;
+    using Qkv = ops::FewRowsQkv<D, BR, BN, KC, C>;
+    REQUIRE(Up::splits(K) == splits);
+    auto up = compile<Up>(kCpu);
+    auto qkvk = compile<Qkv>(kCpu);
+    std::vector<float> partial(std::size_t(splits) * N * BR, -1.f);
+    std::vector<int32_t> counter(std::size_t(ceil_div(N, BN)), 0);
+    std::vector<T> out(std::size_t(M) * N, T(0.f)), kc(std::size_t(M) * Tmax * W, T(-1.f)), vc = kc;
+    Mem dx(x);
+    Mem dg(g);
+    Mem dbeta(beta);
+    Mem dwt(wt);
+    Mem dbias(bias);
+    Mem dpos(pos);
+    Mem dp(partial);
+    Mem dn(counter);
+    Mem dout(out);
+    Mem dkc(kc);
+    Mem dvc(vc);
+    up.launch(Grid(ceil_div(N, BN), splits), dx(), dg(), dbeta(), dwt(), dbias(), dout(), dp(), dn(), M, N, K,
+              1e-5f);
+    check(dout.fetch(), gelu, tol, tol);
+    CHECK(dn.fetch() == std::vector<int32_t>(counter.size(), 0));
+    qkvk.launch(Grid(ceil_div(N, BN), splits), dx(), dg(), dbeta(), dwt(), dbias(), dout(), dp(), dn(), dpos(),
+                dkc(), dvc(), M, N, K, Tmax, 1e-5f);
+    check(dout.fetch(), product, tol, tol);
+    CHECK(dn.fetch() == std::vector<int32_t>(counter.size(), 0));
+    std::vector<double> wk(kc.size(), -1.0), wv(vc.size(), -1.0);
+    for (int m = 0; m < M; ++m)
+      for (int c = 0; c < W; ++c) {
+        std::size_t at = (std::size_t(m) * Tmax + std::size_t(pos[std::size_t(m)])) * W + c;
+        wk[at] = product[std::size_t(m) * N + W + c];
+        wv[at] = product[std::size_t(m) * N + 2 * W + c];
+      }
+    check(dkc.fetch(), wk, tol, tol);
+    check(dvc.fetch(), wv, tol, tol);
+  };
+  run.template operator()<32, 2>(4);
+  run.template operator()<128, 2>(1);
+}
+
 TEST_CASE("row argmax finds the first maximum and advances the position") {
   auto k = compile<ops::ArgmaxRows<f32, 256>>(kCpu);
   const int R = 3, V = 1000;

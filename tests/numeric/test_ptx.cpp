@@ -138,6 +138,10 @@ TEST_CASE("GPT-2 kernels") {
   auto few = check_kernel<Few>("mma.sync.aligned.m16n8k16");
   CHECK(few.find("atom.global.add.u32") != std::string::npos);
   CHECK(few.find("ld.global.v4") < few.find("griddepcontrol.wait"));
+  // With the layernorm fused (and, for QKV, the cache write).
+  check_kernel<ops::FewRowsNormLinear<f16, 16, 32, 256, 3, ops::Epilogue::BiasGelu>>("mma.sync.aligned.m16n8k16");
+  auto fewQkv = check_kernel<ops::FewRowsQkv<f16, 16, 32, 256, 3>>("mma.sync.aligned.m16n8k16");
+  CHECK(fewQkv.find("ld.global.v4") < fewQkv.find("griddepcontrol.wait"));
   check_kernel<ops::Embedding<f16, 256>>();
   check_kernel<ops::KvWrite<bf16, 256>>();
   check_kernel<ops::GatherRows<f16, 256>>();

@@ -270,6 +270,106 @@ template <class T, int BM_, int BN_, int BK_, Epilogue E> struct SplitKLinear {
   }
 };
 
+namespace detail {
+
+/// The transposed tile acc(BN, BR) = wt[rn, lo:lo + C * KC] @ in[0:BR, same]^T
+/// of a few-row product, where in is x, or with LN layernorm(x) (weights
+/// lnw, lnb over K features, statistics in f32, rounded to T as a separate
+/// layernorm would store it). Rows past M and columns past K read nothing.
+///
+/// The weight panel (and the layernorm weights of its K range) are loaded
+/// first, all C chunks of 16-byte loads at once; then the program waits on
+/// the previous kernel (grid_dependency_wait), calls `afterWait` (the
+/// caller's loads of what earlier kernels write) and reads x.
+template <class T, int BR, int BN, int KC, int C, bool LN, class AfterWait>
+Tile<f32, BN, BR> few_rows_product(Ptr<T> x, Ptr<T> lnw, Ptr<T> lnb, Ptr<T> wt, I32 M, I32 N, I32 K,
+                                   F32 eps, Tile<i32, BN> rn, I32 lo, AfterWait afterWait) {
+  auto ck = arange<KC>();
+  auto xr = expand_dims<1>(arange<BR>()); // (BR, 1): rows of x
+  auto live = xr < M;
+  auto kAt = [&](int q) { return expand_dims<0>(lo + q * KC + ck); }; // (1, KC)
+  std::vector<Tile<T, BN, KC>> ws;
+  for (int q = 0; q < C; ++q)
+    ws.push_back(load(wt + expand_dims<1>(rn) * K + kAt(q), expand_dims<1>(rn < N) & (kAt(q) < K), 0));
+  std::vector<Tile<T, BR, KC>> gs, bs;
+  if constexpr (LN)
+    for (int q = 0; q < C; ++q) {
+      auto kk = broadcast_to<BR, KC>(kAt(q));
+      gs.push_back(load(lnw + kk, kk < K, 0));
+      bs.push_back(load(lnb + kk, kk < K, 0));
+    }
+  grid_dependency_wait();
+  afterWait();
+  std::vector<Tile<T, BR, KC>> xs;
+  for (int q = 0; q < C; ++q)
+    xs.push_back(load(x + xr * K + kAt(q), live & (kAt(q) < K), 0));
+  if constexpr (LN) {
+    // Each row's statistics over the whole of K (the panel may cover only
+    // part of it): the mean, then the variance about it.
+    auto row = [&](I32 k0) {
+      auto kk = expand_dims<0>(k0 + ck);
+      auto mask = live & (kk < K);
+      return std::make_pair(cast<f32>(load(x + xr * K + kk, mask, 0)), mask);
+    };
+    auto nf = cast<f32>(K);
+    auto total = for_range(0, K, KC, zeros<f32, BR, KC>(), [&](I32 k0, Tile<f32, BR, KC> acc) {
+      return acc + row(k0).first;
+    });
+    auto mean = expand_dims<1>(sum<1>(total) / nf); // (BR, 1)
+    auto sq = for_range(0, K, KC, zeros<f32, BR, KC>(), [&](I32 k0, Tile<f32, BR, KC> acc) {
+      auto [v, mask] = row(k0);
+      auto d = where(mask, v - mean, 0.0f);
+      return acc + d * d;
+    });
+    auto rstd = expand_dims<1>(rsqrt(sum<1>(sq) / nf + eps));
+    for (int q = 0; q < C; ++q) {
+      auto y = (cast<f32>(xs[std::size_t(q)]) - mean) * rstd * cast<f32>(gs[std::size_t(q)]) +
+               cast<f32>(bs[std::size_t(q)]);
+      xs[std::size_t(q)] = cast<T>(where(live, y, 0.0f));
+    }
+  }
+  auto acc = zeros<f32, BN, BR>();
+  for (int q = 0; q < C; ++q)
+    acc = dot(ws[std::size_t(q)], trans(xs[std::size_t(q)]), acc);
+  return acc;
+}
+
+/// Finishes program (j, s) of a few-row product of S = num_programs(1) K
+/// ranges: with one range `finish(acc)`; otherwise stores acc to
+/// `partial[s]` ([S, N, BR], f32) and the last of the S programs of column
+/// tile j to finish (counter[j], reset to 0 by it) calls `finish` with the
+/// sum of the S tiles in order s = 0..S-1 (the same sum whichever program is
+/// last), `reduce` loads in flight at a time.
+template <int BN, int BR, int reduce, class Finish>
+void few_rows_finish(Tile<f32, BN, BR> acc, Ptr<f32> partial, Ptr<i32> counter, I32 N,
+                     Tile<i32, BN> rn, Tile<i1, BN, BR> inside, Finish finish) {
+  auto j = program_id(0), s = program_id(1);
+  auto S = num_programs(1);
+  // Loops of one iteration or none: branches on the (uniform) split count.
+  auto when = [](auto cond, auto body) { for_range(0, where(cond, I32(1), I32(0)), 1, [&](I32) { body(); }); };
+  when(S == 1, [&] { finish(acc); }); // the whole of K: nothing to add
+  when(S > 1, [&] {
+    auto at = [&](I32 t) { return partial + (t * N + expand_dims<1>(rn)) * BR + expand_dims<0>(arange<BR>()); };
+    store(at(s), acc, inside);
+    // The last program of the column tile adds the partial tiles; its
+    // atomic_add made every one of them visible.
+    when(atomic_add(counter + j, 1) == S - 1, [&] {
+      auto v = for_range(0, S, reduce, zeros<f32, BN, BR>(), [&](I32 t0, Tile<f32, BN, BR> sum) {
+        std::vector<Tile<f32, BN, BR>> part;
+        for (int u = 0; u < reduce; ++u)
+          part.push_back(load(at(t0 + u), inside & (t0 + u < S), 0.0f));
+        for (auto &p : part)
+          sum = sum + p;
+        return sum;
+      });
+      finish(v);
+      store(counter + j, I32(0));
+    });
+  });
+}
+
+} // namespace detail
+
 /// `c = E(x @ wt^T)` for 2 to BR rows (a decode step of a batch), with the
 /// weight taken transposed (`wt` [N, K], a row per output column, as the
 /// decode GEMVs take it) and the operands of the tensor-core product
@@ -285,12 +385,11 @@ template <class T, int BM_, int BN_, int BK_, Epilogue E> struct SplitKLinear {
 /// kernel ends, and every program of the grid is resident, so the whole
 /// weight streams in one memory round trip. Rows past M read nothing.
 ///
-/// With one K range (S = 1) a program finishes its tile; otherwise it
-/// stores its f32 tile to `partial[s]` ([S, N, BR]) and the last of the S
-/// programs of column tile j to finish (counter[j], reset to 0 by it) adds
-/// the S tiles in order s = 0..S-1 (the same sum whichever program is
-/// last), kReduce loads in flight at a time. The epilogue: + bias, then
-/// gelu; or + bias + res, where `res` may be `c`. c is [M, N].
+/// With one K range (S = 1) a program finishes its tile; otherwise the
+/// last program of a column tile adds the partial tiles
+/// (detail::few_rows_finish: `partial` [S, N, BR] f32, `counter` [cdiv(N,
+/// BN)] zero between launches). The epilogue: + bias, then gelu; or + bias
+/// + res, where `res` may be `c`. c is [M, N].
 /// Grid: (cdiv(N, BN), S) with S = cdiv(K, C * KC).
 template <class T, int BR_, int BN_, int KC_, int C_, Epilogue E> struct FewRowsLinear {
   static constexpr int BR = BR_, BN = BN_, KC = KC_, C = C_;
@@ -311,34 +410,17 @@ template <class T, int BR_, int BN_, int KC_, int C_, Epilogue E> struct FewRows
   void operator()(Ptr<T> x, Ptr<T> wt, Ptr<T> bias, Ptr<T> res, Ptr<T> c, Ptr<f32> partial,
                   Ptr<i32> counter, I32 M, I32 N, I32 K) const {
     launch_dependents();
-    auto j = program_id(0), s = program_id(1);
-    auto S = num_programs(1);
-    auto rn = j * BN + arange<BN>(); // output columns: weight rows
-    auto rm = arange<BR>();          // output rows: activation rows
-    auto lo = s * (C * KC);
-    auto ck = arange<KC>();
-    // The weight panel and the bias first: nothing an earlier kernel writes.
-    std::vector<Tile<T, BN, KC>> ws;
-    for (int q = 0; q < C; ++q) {
-      auto kk = expand_dims<0>(lo + q * KC + ck); // (1, KC)
-      ws.push_back(load(wt + expand_dims<1>(rn) * K + kk, expand_dims<1>(rn < N) & (kk < K), 0));
-    }
+    auto rn = program_id(0) * BN + arange<BN>(); // output columns: weight rows
+    // The bias with the weight panel: nothing an earlier kernel writes.
     std::optional<Tile<f32, BN>> bv;
     if constexpr (E != Epilogue::None)
       bv = cast<f32>(load(bias + rn, rn < N, 0));
-    grid_dependency_wait();
-    std::vector<Tile<T, BR, KC>> xs;
-    for (int q = 0; q < C; ++q) {
-      auto kk = expand_dims<0>(lo + q * KC + ck);
-      xs.push_back(load(x + expand_dims<1>(rm) * K + kk, expand_dims<1>(rm < M) & (kk < K), 0));
-    }
-    auto acc = zeros<f32, BN, BR>();
-    for (int q = 0; q < C; ++q)
-      acc = dot(ws[std::size_t(q)], trans(xs[std::size_t(q)]), acc);
-    auto cols = expand_dims<1>(rn); // (BN, 1)
-    auto rows = expand_dims<0>(rm); // (1, BR)
+    auto acc = detail::few_rows_product<T, BR, BN, KC, C, false>(x, x, x, wt, M, N, K, F32(0.0f), rn,
+                                                                 program_id(1) * (C * KC), [] {});
+    auto cols = expand_dims<1>(rn);           // (BN, 1)
+    auto rows = expand_dims<0>(arange<BR>()); // (1, BR)
     auto inside = (cols < N) & (rows < M);
-    auto finish = [&](Tile<f32, BN, BR> v) {
+    detail::few_rows_finish<BN, BR, kReduce>(acc, partial, counter, N, rn, inside, [&](Tile<f32, BN, BR> v) {
       if constexpr (E != Epilogue::None)
         v = v + expand_dims<1>(*bv);
       if constexpr (E == Epilogue::BiasGelu)
@@ -346,27 +428,77 @@ template <class T, int BR_, int BN_, int KC_, int C_, Epilogue E> struct FewRows
       if constexpr (E == Epilogue::BiasResidual)
         v = v + cast<f32>(load(res + rows * N + cols, inside, 0));
       store(c + rows * N + cols, cast<T>(v), inside);
-    };
-    // Loops of one iteration or none: branches on the (uniform) split count.
-    auto when = [](auto cond, auto body) { for_range(0, where(cond, I32(1), I32(0)), 1, [&](I32) { body(); }); };
-    when(S == 1, [&] { finish(acc); }); // the whole of K: nothing to add
-    when(S > 1, [&] {
-      auto at = [&](I32 t) { return partial + (t * N + cols) * BR + rows; };
-      store(at(s), acc, inside);
-      // The last program of the column tile adds the partial tiles; its
-      // atomic_add made every one of them visible.
-      when(atomic_add(counter + j, 1) == S - 1, [&] {
-        auto v = for_range(0, S, kReduce, zeros<f32, BN, BR>(), [&](I32 t0, Tile<f32, BN, BR> sum) {
-          std::vector<Tile<f32, BN, BR>> part;
-          for (int u = 0; u < kReduce; ++u)
-            part.push_back(load(at(t0 + u), inside & (t0 + u < S), 0.0f));
-          for (auto &p : part)
-            sum = sum + p;
-          return sum;
-        });
-        finish(v);
-        store(counter + j, I32(0));
-      });
+    });
+  }
+};
+
+/// FewRowsLinear after a layernorm of x (weights lnw, lnb; eps), fused:
+/// `c = E(layernorm(x) @ wt^T)` with E = Bias or BiasGelu. Each program
+/// computes the statistics of the rows over the whole of K.
+/// Grid: (cdiv(N, BN), cdiv(K, C * KC)).
+template <class T, int BR_, int BN_, int KC_, int C_, Epilogue E> struct FewRowsNormLinear {
+  static_assert(E == Epilogue::Bias || E == Epilogue::BiasGelu, "FewRowsNormLinear: Bias or BiasGelu");
+  using Plain = FewRowsLinear<T, BR_, BN_, KC_, C_, E>;
+  static constexpr int BR = BR_, BN = BN_, KC = KC_, C = C_;
+  static constexpr bool feasible(int warps, int stages, int schedule) {
+    return Plain::feasible(warps, stages, schedule);
+  }
+  static constexpr int splits(int K) { return Plain::splits(K); }
+
+  void operator()(Ptr<T> x, Ptr<T> lnw, Ptr<T> lnb, Ptr<T> wt, Ptr<T> bias, Ptr<T> c, Ptr<f32> partial,
+                  Ptr<i32> counter, I32 M, I32 N, I32 K, F32 eps) const {
+    launch_dependents();
+    auto rn = program_id(0) * BN + arange<BN>();
+    auto bv = cast<f32>(load(bias + rn, rn < N, 0));
+    auto acc = detail::few_rows_product<T, BR, BN, KC, C, true>(x, lnw, lnb, wt, M, N, K, eps, rn,
+                                                                program_id(1) * (C * KC), [] {});
+    auto cols = expand_dims<1>(rn);
+    auto rows = expand_dims<0>(arange<BR>());
+    auto inside = (cols < N) & (rows < M);
+    detail::few_rows_finish<BN, BR, Plain::kReduce>(acc, partial, counter, N, rn, inside,
+                                                    [&](Tile<f32, BN, BR> v) {
+      v = v + expand_dims<1>(bv);
+      if constexpr (E == Epilogue::BiasGelu)
+        v = gelu_tanh<kApproxFor<T>>(v);
+      store(c + rows * N + cols, cast<T>(v), inside);
+    });
+  }
+};
+
+/// The QKV projection of a decode step of 2 to BR sequences, fused like
+/// DecodeQkv: `qkv = layernorm(x) @ wt^T + bias` (N = 3 * width), whose k
+/// and v parts also go into the caches at row m * Tmax + pos[m] of
+/// sequence m: no layernorm and no cache-write launch.
+/// Grid: (cdiv(N, BN), cdiv(K, C * KC)).
+template <class T, int BR_, int BN_, int KC_, int C_> struct FewRowsQkv {
+  using Plain = FewRowsLinear<T, BR_, BN_, KC_, C_, Epilogue::Bias>;
+  static constexpr int BR = BR_, BN = BN_, KC = KC_, C = C_;
+  static constexpr bool feasible(int warps, int stages, int schedule) {
+    return Plain::feasible(warps, stages, schedule);
+  }
+  static constexpr int splits(int K) { return Plain::splits(K); }
+
+  void operator()(Ptr<T> x, Ptr<T> lnw, Ptr<T> lnb, Ptr<T> wt, Ptr<T> bias, Ptr<T> qkv, Ptr<f32> partial,
+                  Ptr<i32> counter, Ptr<i32> pos, Ptr<T> kc, Ptr<T> vc, I32 M, I32 N, I32 K, I32 Tmax,
+                  F32 eps) const {
+    launch_dependents();
+    auto rn = program_id(0) * BN + arange<BN>();
+    auto bv = cast<f32>(load(bias + rn, rn < N, 0));
+    auto rm = arange<BR>();
+    std::optional<Tile<i32, BR>> at;
+    auto acc = detail::few_rows_product<T, BR, BN, KC, C, true>(
+        x, lnw, lnb, wt, M, N, K, eps, rn, program_id(1) * (C * KC), [&] { at = load(pos + rm, rm < M, 0); });
+    auto cols = expand_dims<1>(rn);
+    auto rows = expand_dims<0>(rm);
+    auto inside = (cols < N) & (rows < M);
+    auto W = N / 3;
+    auto dst = (rows * Tmax + expand_dims<0>(*at)) * W; // (1, BR)
+    detail::few_rows_finish<BN, BR, Plain::kReduce>(acc, partial, counter, N, rn, inside,
+                                                    [&](Tile<f32, BN, BR> v) {
+      auto y = cast<T>(v + expand_dims<1>(bv));
+      store(qkv + rows * N + cols, y, inside);
+      store(kc + (dst + cols - W), y, inside & (cols >= W) & (cols < 2 * W));
+      store(vc + (dst + cols - 2 * W), y, inside & (cols >= 2 * W));
     });
   }
 };
