@@ -149,14 +149,6 @@ template <class D, int R, int K> struct DecodeQkvOf {
   template <int BN> using type = ops::DecodeQkv<D, R, BN, K, 256>;
 };
 
-/// Rows a tuned configuration serves: launches of M rows use the one tuned
-/// for rowsBucket(M), the next power of two from 16.
-inline int64_t rowsBucket(int64_t rows) {
-  int64_t b = 16;
-  while (b < rows)
-    b *= 2;
-  return b;
-}
 
 /// A row-wise kernel Op<D, BLOCK> (a program per row, BLOCK columns at a
 /// time) over BLOCK in {256, 512, 1024} and `warps`.
@@ -206,8 +198,8 @@ public:
     expect(tokens, {kAny}, "nn::Embedding", "tokens");
     expect(positions, {R}, "nn::Embedding", "positions");
     expect(out, {R, C}, "nn::Embedding", "out");
-    if (auto t = tuned_.find(detail::rowsBucket(R)); t != tuned_.end())
-      return t->second(*this, ctx, tokens, positions, out);
+    if (auto *t = tuned_.find(R))
+      return (*t)(*this, ctx, tokens, positions, out);
     launch(kernel_.kernel(), ctx, tokens, positions, out);
   }
 
@@ -216,16 +208,13 @@ public:
   /// and positions must be valid.
   void tune(Context &ctx, const Tensor<i32> &tokens, const Tensor<i32> &positions, const Tensor<D> &out,
             bool cached_only = false) {
-    int64_t bucket = detail::rowsBucket(tokens.dim(0));
-    if (tuned_.count(bucket))
-      return;
     auto site = []<class K>(const Kernel<K> &k, const Embedding &self, Context &c, const Tensor<i32> &t,
                             const Tensor<i32> &p, const Tensor<D> &o) { self.launch(k, c, t, p, o); };
-    Site into;
-    std::string key = "embedding " + std::to_string(bucket) + "x" + std::to_string(features());
-    if (into.tune(ctx, detail::rowSpace<ops::Embedding, D>(tuning::kRowWarps), "embedding", key,
-                  cached_only, site, *this, ctx, tokens, positions, out))
-      tuned_[bucket] = into;
+    tuned_.tune(tokens.dim(0), [&](auto &into, int64_t bucket) {
+      std::string key = "embedding " + std::to_string(bucket) + "x" + std::to_string(features());
+      return into.tune(ctx, detail::rowSpace<ops::Embedding, D>(tuning::kRowWarps), "embedding", key,
+                       cached_only, site, *this, ctx, tokens, positions, out);
+    });
   }
 
 private:
@@ -237,10 +226,10 @@ private:
     ctx.count_launch("embedding");
   }
 
-  using Site = Tunable<const Embedding &, Context &, const Tensor<i32> &, const Tensor<i32> &, const Tensor<D> &>;
   Tensor<D> wte_, wpe_;
   Handle<ops::Embedding<D, 256>> kernel_;
-  std::map<int64_t, Site> tuned_; ///< by row bucket
+  TunedByRows<const Embedding &, Context &, const Tensor<i32> &, const Tensor<i32> &, const Tensor<D> &>
+      tuned_;
 };
 
 /// `y = (x - mean) / sqrt(var + eps) * weight + bias` over each row of C
@@ -268,8 +257,8 @@ public:
     int64_t C = features();
     expect(x, {kAny, C}, "nn::LayerNorm(" + std::to_string(C) + ")", "x");
     expect(y, {x.dim(0), C}, "nn::LayerNorm(" + std::to_string(C) + ")", "y");
-    if (auto t = tuned_.find(detail::rowsBucket(x.dim(0))); t != tuned_.end())
-      return t->second(*this, ctx, x, y);
+    if (auto *t = tuned_.find(x.dim(0)))
+      return (*t)(*this, ctx, x, y);
     if (narrow_)
       launch(narrow_->kernel(), ctx, x, y);
     else
@@ -284,23 +273,16 @@ public:
   /// Tunes the warps of launches of x.dim(0) rows (their row bucket) on x
   /// and y (overwritten; y may be x), or reads a persisted winner back.
   void tune(Context &ctx, const Tensor<D> &x, const Tensor<D> &y, bool cached_only = false) {
-    int64_t bucket = detail::rowsBucket(x.dim(0));
-    if (tuned_.count(bucket))
-      return;
     auto site = []<class K>(const Kernel<K> &k, const LayerNorm &self, Context &c, const Tensor<D> &xx,
                             const Tensor<D> &yy) { self.launch(k, c, xx, yy); };
-    Site t;
-    std::string key = "layernorm " + std::to_string(bucket) + "x" + std::to_string(features());
-    bool found = narrow_ ? t.tune(ctx, space<1024>(), "layernorm", key, cached_only, site, *this, ctx, x, y)
-                         : t.tune(ctx, space<2048>(), "layernorm", key, cached_only, site, *this, ctx, x, y);
-    if (found)
-      tuned_[bucket] = t;
+    tuned_.tune(x.dim(0), [&](auto &t, int64_t bucket) {
+      std::string key = "layernorm " + std::to_string(bucket) + "x" + std::to_string(features());
+      return narrow_ ? t.tune(ctx, space<1024>(), "layernorm", key, cached_only, site, *this, ctx, x, y)
+                     : t.tune(ctx, space<2048>(), "layernorm", key, cached_only, site, *this, ctx, x, y);
+    });
   }
   /// The tuned kernel launches of `rows` rows use; null when heuristic.
-  const Tuned *tuned_for(int64_t rows) const {
-    auto t = tuned_.find(detail::rowsBucket(rows));
-    return t == tuned_.end() ? nullptr : t->second.tuned();
-  }
+  const Tuned *tuned_for(int64_t rows) const { return tuned_.tuned_for(rows); }
 
 private:
   template <class K>
@@ -310,10 +292,9 @@ private:
     ctx.count_launch("layernorm");
   }
 
-  using Site = Tunable<const LayerNorm &, Context &, const Tensor<D> &, const Tensor<D> &>;
   Tensor<D> weight_, bias_;
   float eps_;
-  std::map<int64_t, Site> tuned_; ///< by row bucket
+  TunedByRows<const LayerNorm &, Context &, const Tensor<D> &, const Tensor<D> &> tuned_;
   std::optional<Handle<ops::LayerNorm<D, 1024, true>>> narrow_;
   std::optional<Handle<ops::LayerNorm<D, 2048, true>>> wide_;
 };
@@ -988,8 +969,7 @@ public:
   /// The tuned attention kernels (null: heuristic): prefill of prompts of
   /// up to `longest` tokens, decode.
   const Tuned *prefill_tuned(int64_t longest) const {
-    auto t = prefillTuned_.find(detail::rowsBucket(longest));
-    return t == prefillTuned_.end() ? nullptr : t->second.tuned();
+    return prefillTuned_.tuned_for(longest);
   }
   /// The tuned decode attention of steps of B sequences; null: heuristic.
   const Tuned *decode_tuned(int64_t B = 1) const {
@@ -1032,26 +1012,24 @@ private:
       const Target &t = c.target();
       std::string shape = std::to_string(self.heads_) + "x" + std::to_string(HD);
       int len = int(std::min<int64_t>(rows, self.cache_.context()));
-      int64_t bucket = detail::rowsBucket(len);
-      if (rows > 0 && !self.prefillTuned_.count(bucket)) {
-        // One prompt of `rows` tokens (at most the cache's length) in sequence 0.
-        Packing p;
-        p.starts = Tensor<i32>(t, {1});
-        p.lengths = Tensor<i32>(t, {1});
-        p.starts.copy_from(std::vector<int32_t>{0});
-        p.lengths.copy_from(std::vector<int32_t>{len});
-        p.prompts = 1;
-        p.longest = len;
-        auto site = []<class K>(const Kernel<K> &k, const CausalSelfAttention &a, Context &cc,
-                                const Tensor<D> &qkv, const Tensor<D> &att, const Packing &pk) {
-          a.launchPrefillAttention(k, cc, qkv, att, pk);
-        };
-        PrefillSite into;
-        std::string key = "attention_prefill " + std::to_string(bucket) + "x" + shape;
-        if (into.tune(c, prefillSpace<HD>(), "attention_prefill", key, cachedOnly, site, self, c,
-                      ws.qkv, ws.att, p))
-          self.prefillTuned_[bucket] = into;
-      }
+      if (rows > 0)
+        self.prefillTuned_.tune(len, [&](auto &into, int64_t bucket) {
+          // One prompt of `rows` tokens (at most the cache's length) in sequence 0.
+          Packing p;
+          p.starts = Tensor<i32>(t, {1});
+          p.lengths = Tensor<i32>(t, {1});
+          p.starts.copy_from(std::vector<int32_t>{0});
+          p.lengths.copy_from(std::vector<int32_t>{len});
+          p.prompts = 1;
+          p.longest = len;
+          auto site = []<class K>(const Kernel<K> &k, const CausalSelfAttention &a, Context &cc,
+                                  const Tensor<D> &qkv, const Tensor<D> &att, const Packing &pk) {
+            a.launchPrefillAttention(k, cc, qkv, att, pk);
+          };
+          std::string key = "attention_prefill " + std::to_string(bucket) + "x" + shape;
+          return into.tune(c, prefillSpace<HD>(), "attention_prefill", key, cachedOnly, site, self, c, ws.qkv,
+                           ws.att, p);
+        });
       if (B > 0 && !self.decodeTuned_.count(std::min(B, self.cache_.batch()))) {
         // Every sequence halfway through the cache.
         int64_t n = std::min(B, self.cache_.batch());
@@ -1070,8 +1048,8 @@ private:
     };
     prefillAttention_ = [pre](const CausalSelfAttention &a, Context &c, const Tensor<D> &qkv,
                               const Tensor<D> &att, const Packing &p) {
-      if (auto t = a.prefillTuned_.find(detail::rowsBucket(p.longest)); t != a.prefillTuned_.end())
-        return t->second(a, c, qkv, att, p);
+      if (auto *t = a.prefillTuned_.find(p.longest))
+        return (*t)(a, c, qkv, att, p);
       pre(c, Grid(ceil_div(p.longest, 64), uint32_t(a.heads_), uint32_t(p.prompts)), qkv.data(),
           a.cache_.k.data(), a.cache_.v.data(), att.data(), p.starts.data(), p.lengths.data(),
           int(a.features()), int(a.cache_.context()), a.scale());
@@ -1104,8 +1082,8 @@ private:
   /// Copies the k and v parts of each row of qkv into the cache at
   /// (seq[r], pos[r]).
   void writeCache(Context &ctx, const Tensor<D> &qkv, const Tensor<i32> &seq, const Tensor<i32> &pos) const {
-    if (auto t = kvTuned_.find(detail::rowsBucket(qkv.dim(0))); t != kvTuned_.end())
-      return t->second(*this, ctx, qkv, seq, pos);
+    if (auto *t = kvTuned_.find(qkv.dim(0)))
+      return (*t)(*this, ctx, qkv, seq, pos);
     launchCacheWrite(kvWrite_.kernel(), ctx, qkv, seq, pos);
   }
   template <class K>
@@ -1119,18 +1097,17 @@ private:
   /// rows - 1, at most the cache's length) from ws.qkv.
   void tuneCacheWrite(Context &ctx, const Workspace<D> &ws, int64_t rows, bool cachedOnly) {
     int64_t n = std::min(rows, cache_.context());
-    int64_t bucket = detail::rowsBucket(n);
-    if (n < 1 || kvTuned_.count(bucket))
+    if (n < 1)
       return;
-    Tensor<i32> seq(ctx.target(), {n});
-    seq.copy_from(std::vector<int32_t>(std::size_t(n), 0));
     auto site = []<class K>(const Kernel<K> &k, const CausalSelfAttention &a, Context &c, const Tensor<D> &q,
                             const Tensor<i32> &s, const Tensor<i32> &p) { a.launchCacheWrite(k, c, q, s, p); };
-    KvSite into;
-    std::string key = "kv_write " + std::to_string(bucket) + "x" + std::to_string(features());
-    if (into.tune(ctx, detail::rowSpace<ops::KvWrite, D>(tuning::kRowWarps), "kv_write", key, cachedOnly,
-                  site, *this, ctx, ws.qkv.rows(0, n), seq, ws.iota.rows(0, n)))
-      kvTuned_[bucket] = into;
+    kvTuned_.tune(n, [&](auto &into, int64_t bucket) {
+      Tensor<i32> seq(ctx.target(), {n});
+      seq.copy_from(std::vector<int32_t>(std::size_t(n), 0));
+      std::string key = "kv_write " + std::to_string(bucket) + "x" + std::to_string(features());
+      return into.tune(ctx, detail::rowSpace<ops::KvWrite, D>(tuning::kRowWarps), "kv_write", key, cachedOnly,
+                       site, *this, ctx, ws.qkv.rows(0, n), seq, ws.iota.rows(0, n));
+    });
   }
 
   /// Arguments of the attention kernels, for a kernel type K.
@@ -1192,15 +1169,15 @@ private:
   std::function<void(CausalSelfAttention &, Context &, const Tensor<D> &, const Tensor<i32> &,
                      const Tensor<D> &, bool)>
       decodeQkvTuner_;
-  using PrefillSite = Tunable<const CausalSelfAttention &, Context &, const Tensor<D> &,
-                              const Tensor<D> &, const Packing &>;
-  std::map<int64_t, PrefillSite> prefillTuned_; ///< by the bucket of the longest prompt
+  /// By the bucket of the longest prompt.
+  TunedByRows<const CausalSelfAttention &, Context &, const Tensor<D> &, const Tensor<D> &, const Packing &>
+      prefillTuned_;
   using DecodeSite =
       Tunable<const CausalSelfAttention &, Context &, const Workspace<D> &, const Tensor<i32> &, int64_t>;
   std::map<int64_t, DecodeSite> decodeTuned_; ///< by sequences per step
-  using KvSite = Tunable<const CausalSelfAttention &, Context &, const Tensor<D> &, const Tensor<i32> &,
-                         const Tensor<i32> &>;
-  std::map<int64_t, KvSite> kvTuned_; ///< by row bucket
+  TunedByRows<const CausalSelfAttention &, Context &, const Tensor<D> &, const Tensor<i32> &,
+              const Tensor<i32> &>
+      kvTuned_;
   // Tunes the attention kernels: prefill for a prompt of `rows` tokens
   // (rows > 0), decode for B sequences (B > 0).
   std::function<void(CausalSelfAttention &, Context &, const Workspace<D> &, int64_t, int64_t, bool)>
@@ -1282,23 +1259,20 @@ public:
   explicit GatherRows(Context &ctx) : kernel_(ctx.kernel<ops::GatherRows<D, 256>>("gather")) {}
   void operator()(Context &ctx, const Tensor<D> &src, const Tensor<i32> &index, const Tensor<D> &dst) const {
     expect(dst, {index.dim(0), src.dim(1)}, "nn::GatherRows", "dst");
-    if (auto t = tuned_.find(detail::rowsBucket(index.dim(0))); t != tuned_.end())
-      return t->second(*this, ctx, src, index, dst);
+    if (auto *t = tuned_.find(index.dim(0)))
+      return (*t)(*this, ctx, src, index, dst);
     launch(kernel_.kernel(), ctx, src, index, dst);
   }
   /// Tunes gathers of index.dim(0) rows (their bucket); indices must be valid.
   void tune(Context &ctx, const Tensor<D> &src, const Tensor<i32> &index, const Tensor<D> &dst,
             bool cached_only = false) {
-    int64_t bucket = detail::rowsBucket(index.dim(0));
-    if (tuned_.count(bucket))
-      return;
     auto site = []<class K>(const Kernel<K> &k, const GatherRows &self, Context &c, const Tensor<D> &s,
                             const Tensor<i32> &i, const Tensor<D> &d) { self.launch(k, c, s, i, d); };
-    Site into;
-    std::string key = "gather " + std::to_string(bucket) + "x" + std::to_string(src.dim(1));
-    if (into.tune(ctx, detail::rowSpace<ops::GatherRows, D>(tuning::kRowWarps), "gather", key, cached_only,
-                  site, *this, ctx, src, index, dst))
-      tuned_[bucket] = into;
+    tuned_.tune(index.dim(0), [&](auto &into, int64_t bucket) {
+      std::string key = "gather " + std::to_string(bucket) + "x" + std::to_string(src.dim(1));
+      return into.tune(ctx, detail::rowSpace<ops::GatherRows, D>(tuning::kRowWarps), "gather", key,
+                       cached_only, site, *this, ctx, src, index, dst);
+    });
   }
 
 private:
@@ -1308,9 +1282,8 @@ private:
     k.launch(Grid(uint32_t(index.dim(0))), src.data(), index.data(), dst.data(), int(src.dim(1)));
     ctx.count_launch("gather");
   }
-  using Site = Tunable<const GatherRows &, Context &, const Tensor<D> &, const Tensor<i32> &, const Tensor<D> &>;
   Handle<ops::GatherRows<D, 256>> kernel_;
-  std::map<int64_t, Site> tuned_; ///< by row bucket
+  TunedByRows<const GatherRows &, Context &, const Tensor<D> &, const Tensor<i32> &, const Tensor<D> &> tuned_;
 };
 
 /// `logits = layernorm(x) @ wte^T`, the head tied to the embedding. One row

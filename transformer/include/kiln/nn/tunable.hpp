@@ -81,4 +81,45 @@ private:
   Launch launch_;
 };
 
+namespace detail {
+/// Rows a tuned configuration serves: launches of M rows use the one tuned
+/// for rowsBucket(M), the next power of two from 16.
+inline int64_t rowsBucket(int64_t rows) {
+  int64_t b = 16;
+  while (b < rows)
+    b *= 2;
+  return b;
+}
+} // namespace detail
+
+/// A block's tuned launches by row bucket (detail::rowsBucket): launches
+/// of M rows use the site tuned for M's bucket, if any.
+template <class... A> class TunedByRows {
+public:
+  using Site = Tunable<A...>;
+  /// The site of rows' bucket; null when that bucket has none.
+  const Site *find(int64_t rows) const {
+    auto t = sites_.find(detail::rowsBucket(rows));
+    return t == sites_.end() ? nullptr : &t->second;
+  }
+  /// The tuned kernel launches of `rows` rows use; null when heuristic.
+  const Tuned *tuned_for(int64_t rows) const {
+    const Site *s = find(rows);
+    return s ? s->tuned() : nullptr;
+  }
+  /// Tunes the bucket of `rows` once: `tune(site, bucket)` tunes a fresh
+  /// site and returns whether it found a winner, which is then kept.
+  template <class F> void tune(int64_t rows, F &&tune) {
+    int64_t bucket = detail::rowsBucket(rows);
+    if (sites_.count(bucket))
+      return;
+    Site site;
+    if (tune(site, bucket))
+      sites_[bucket] = std::move(site);
+  }
+
+private:
+  std::map<int64_t, Site> sites_;
+};
+
 } // namespace kiln::nn
