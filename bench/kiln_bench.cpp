@@ -23,6 +23,9 @@
 
 #include <cmath>
 #include <cstdio>
+#include <functional>
+#include <memory>
+#include <vector>
 
 using namespace kiln;
 
@@ -30,11 +33,21 @@ namespace {
 
 Target gpu() { return Target::cuda(cuda::device_arch()); }
 
-template <class T> cuda::DeviceBuffer<T> random_device(std::size_t n) {
+template <class T> std::vector<T> random_host(std::size_t n) {
   std::vector<T> h(n);
   for (std::size_t i = 0; i < n; ++i)
     h[i] = T(float((i * 2654435761u) % 1000) / 500.f - 1.f);
-  return cuda::DeviceBuffer<T>(h);
+  return h;
+}
+template <class T> cuda::DeviceBuffer<T> random_device(std::size_t n) { return cuda::DeviceBuffer<T>(random_host<T>(n)); }
+
+/// `count` device buffers of n random halves each: weights used in turn,
+/// together larger than L2.
+std::vector<std::unique_ptr<cuda::DeviceBuffer<kiln::half>>> device_copies(std::size_t n, int count) {
+  std::vector<std::unique_ptr<cuda::DeviceBuffer<kiln::half>>> out;
+  for (int i = 0; i < count; ++i)
+    out.push_back(std::make_unique<cuda::DeviceBuffer<kiln::half>>(random_host<kiln::half>(n)));
+  return out;
 }
 
 void report(benchmark::State &state, double ms, double bytes, double flops) {
@@ -43,6 +56,18 @@ void report(benchmark::State &state, double ms, double bytes, double flops) {
     state.counters["GB/s"] = bytes / (ms / 1e3) / 1e9;
   if (flops > 0)
     state.counters["TFLOP/s"] = flops / (ms / 1e3) / 1e12;
+}
+
+/// `launches` launches made by `body`, captured once in a CUDA graph on
+/// `stream` and replayed; reports the time and bandwidth (`bytes` read) per launch.
+void time_graph(benchmark::State &state, cuda::Stream &stream, int launches, double bytes,
+                const std::function<void()> &body) {
+  auto graph = cuda::Graph::capture(stream, body);
+  for (auto _ : state) {
+    cuda::StreamScope scope(stream);
+    double ms = cuda::time_ms([&] { graph.replay(stream); }, 20, 3) / launches;
+    report(state, ms, bytes, 0);
+  }
 }
 
 template <int BLOCK> void BM_vec_add(benchmark::State &state) {
@@ -307,11 +332,7 @@ void BM_decode_mlp(benchmark::State &state) {
   int M = int(state.range(0)), K = int(state.range(1)), N = int(state.range(2));
   const int copies = 32;
   auto x = random_device<kiln::half>(std::size_t(M) * K);
-  std::vector<std::unique_ptr<cuda::DeviceBuffer<kiln::half>>> w, bias;
-  for (int i = 0; i < copies; ++i) {
-    w.push_back(std::make_unique<cuda::DeviceBuffer<kiln::half>>(random_device<kiln::half>(std::size_t(K) * N).download()));
-    bias.push_back(std::make_unique<cuda::DeviceBuffer<kiln::half>>(random_device<kiln::half>(N).download()));
-  }
+  auto w = device_copies(std::size_t(K) * N, copies), bias = device_copies(N, copies);
   cuda::DeviceBuffer<kiln::half> y(std::size_t(M) * N);
   int which = 0;
   auto launch = [&](const auto &k) {
@@ -325,15 +346,10 @@ void BM_decode_mlp(benchmark::State &state) {
       TuneSpace({1, 2, 4}, {1, 2, 3}),
       launch);
   cuda::Stream stream;
-  auto graph = cuda::Graph::capture(stream, [&] {
+  time_graph(state, stream, copies, double(K) * N * 2, [&] {
     for (which = 0; which < copies; ++which)
       tuned.run();
   });
-  for (auto _ : state) {
-    cuda::StreamScope scope(stream);
-    double ms = cuda::time_ms([&] { graph.replay(stream); }, 20, 3) / copies;
-    report(state, ms, double(K) * N * 2, 0);
-  }
   state.SetLabel(tuned.label());
 }
 
@@ -347,11 +363,7 @@ void BM_few_rows(benchmark::State &state) {
   int M = int(state.range(0)), K = int(state.range(1)), N = int(state.range(2));
   const int copies = 32;
   auto x = random_device<kiln::half>(std::size_t(M) * K);
-  std::vector<std::unique_ptr<cuda::DeviceBuffer<kiln::half>>> w, bias;
-  for (int i = 0; i < copies; ++i) {
-    w.push_back(std::make_unique<cuda::DeviceBuffer<kiln::half>>(random_device<kiln::half>(std::size_t(K) * N).download()));
-    bias.push_back(std::make_unique<cuda::DeviceBuffer<kiln::half>>(random_device<kiln::half>(N).download()));
-  }
+  auto w = device_copies(std::size_t(K) * N, copies), bias = device_copies(N, copies);
   cuda::DeviceBuffer<kiln::half> y(std::size_t(M) * N);
   cuda::DeviceBuffer<float> partial(std::size_t(K / 64 + 1) * N * 16);
   cuda::DeviceBuffer<int32_t> counter(std::vector<int32_t>(std::size_t(N / 16 + 1), 0));
@@ -377,15 +389,10 @@ void BM_few_rows(benchmark::State &state) {
   for (const auto &r : tuned.results())
     std::fprintf(stderr, "%s %s %.4f ms %s\n", key.c_str(), r.label.c_str(), r.ms, r.error.c_str());
   cuda::Stream stream;
-  auto graph = cuda::Graph::capture(stream, [&] {
+  time_graph(state, stream, copies, double(K) * N * 2, [&] {
     for (int i = 0; i < copies; ++i)
       tuned.run();
   });
-  for (auto _ : state) {
-    cuda::StreamScope scope(stream);
-    double ms = cuda::time_ms([&] { graph.replay(stream); }, 20, 3) / copies;
-    report(state, ms, double(K) * N * 2, 0);
-  }
   state.SetLabel(tuned.label());
 }
 
@@ -395,24 +402,20 @@ void BM_cublas_few_rows(benchmark::State &state) {
   int M = int(state.range(0)), K = int(state.range(1)), N = int(state.range(2));
   const int copies = 32;
   auto x = random_device<kiln::half>(std::size_t(M) * K);
-  std::vector<std::unique_ptr<cuda::DeviceBuffer<kiln::half>>> w;
-  for (int i = 0; i < copies; ++i)
-    w.push_back(std::make_unique<cuda::DeviceBuffer<kiln::half>>(random_device<kiln::half>(std::size_t(K) * N).download()));
+  auto w = device_copies(std::size_t(K) * N, copies);
   cuda::DeviceBuffer<kiln::half> y(std::size_t(M) * N);
   bench::Cublas blas;
   cuda::Stream stream;
-  cuda::StreamScope scope(stream);
   blas.set_stream(stream.handle());
-  for (int i = 0; i < copies; ++i) // cuBLAS picks and loads its kernels before the capture
-    blas.matmul(x.data(), w[i]->data(), y.data(), M, N, K);
-  auto graph = cuda::Graph::capture(stream, [&] {
+  auto all = [&] {
     for (int i = 0; i < copies; ++i)
       blas.matmul(x.data(), w[i]->data(), y.data(), M, N, K);
-  });
-  for (auto _ : state) {
-    double ms = cuda::time_ms([&] { graph.replay(stream); }, 20, 3) / copies;
-    report(state, ms, double(K) * N * 2, 0);
+  };
+  {
+    cuda::StreamScope scope(stream);
+    all(); // cuBLAS picks and loads its kernels before the capture
   }
+  time_graph(state, stream, copies, double(K) * N * 2, all);
 }
 
 } // namespace
