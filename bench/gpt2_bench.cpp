@@ -170,7 +170,10 @@ int main(int argc, char **argv) {
                    "steps of up to this many sequences on the decode-step kernels (8, 1 or 0)");
     int fewRows = gpt2::ModelOptions{}.few_row_products;
     app.add_option("--few-rows", fewRows,
-                   "steps of 2 to this many sequences run their products on ops::FewRowsLinear (0-16)");
+                   "steps of 2 to this many sequences run the few-row kernels (0-16)");
+    int fewFuse = gpt2::ModelOptions{}.few_row_fusion ? 1 : 0;
+    app.add_option("--few-fuse", fewFuse,
+                   "1: the few-row kernels run the layernorms (and the cache write) inside; 0 (default): as launches of their own");
     if (!tool::parse(app, argc, argv))
       return 0;
     gpt2::Mode parsedMode;
@@ -194,6 +197,8 @@ int main(int argc, char **argv) {
       throw tool::UsageError("--decode-kernel-rows must be 8, 1 or 0");
     if (fewRows < 0 || fewRows > 16)
       throw tool::UsageError("--few-rows must be between 0 and 16");
+    if (fewFuse != 0 && fewFuse != 1)
+      throw tool::UsageError("--few-fuse must be 0 or 1");
     gpt2::Precision prec = gpt2::parse_precision(precision);
     std::string why;
     if (!cuda::available(&why))
@@ -211,6 +216,7 @@ int main(int argc, char **argv) {
     mo.max_batch = std::max(8, *std::max_element(batches.begin(), batches.end()));
     mo.decode_kernel_rows = decodeRows;
     mo.few_row_products = fewRows;
+    mo.few_row_fusion = fewFuse == 1;
     auto t1 = Clock::now();
     gpt2::Model model(w, target, prec, gpt2::apply_mode(parsedMode, mo));
     double setupSeconds = since(t1);
@@ -238,10 +244,10 @@ int main(int argc, char **argv) {
       return 0;
     }
     std::printf(
-        "{\"model\": \"%s\", \"precision\": \"%s\", \"mode\": \"%s\", \"decode_kernel_rows\": %d, \"few_rows\": %d, "
+        "{\"model\": \"%s\", \"precision\": \"%s\", \"mode\": \"%s\", \"decode_kernel_rows\": %d, \"few_rows\": %d, \"few_fuse\": %d, "
         "\"device\": \"%s\", \"weights_s\": %.3f, \"setup_s\": %.3f, \"compile_s\": %.3f, \"kernels_from_cache\": %d, \"kernels\": %zu, "
         "\"device_bytes\": %zu, \"runs\": [",
-        size.c_str(), precision.c_str(), mode.c_str(), decodeRows, fewRows, cuda::device_name().c_str(), weightsSeconds,
+        size.c_str(), precision.c_str(), mode.c_str(), decodeRows, fewRows, fewFuse, cuda::device_name().c_str(), weightsSeconds,
         setupSeconds, e.compile_seconds,
         int(std::count_if(e.kernels.begin(), e.kernels.end(),
                           [](auto &k) { return k.from_cache; })),

@@ -102,6 +102,18 @@ template <class D> void library(Report &r) {
   r.add<ops::DecodeLinear<D, 1, 4, 3072, 256, false, BiasResidual>>();
   r.add<ops::DecodeLinear<D, 8, 4, 3072, 256, false, BiasResidual>>();
   r.add<ops::DecodeLinear<D, 1, 8, 768, 256, false, None>>();
+  // Few-row products (2-16 rows) in the panels nn::Linear and its fused
+  // variants use for GPT-2's widths.
+  r.add<ops::FewRowsLinear<D, 16, 32, 256, 3, ops::Epilogue::BiasGelu>>(4);
+  r.add<ops::FewRowsLinear<D, 16, 16, 128, 2, ops::Epilogue::BiasResidual>>(2);
+  // With the layernorm fused a 32x768 panel on 4 warps spills (176 bytes a
+  // thread on sm_90a); 32x384 does not.
+  r.add<ops::FewRowsNormLinear<D, 16, 32, 256, 3, ops::Epilogue::BiasGelu>>(4);
+  r.add<ops::FewRowsNormLinear<D, 16, 32, 128, 3, ops::Epilogue::BiasGelu>>(4);
+  r.add<ops::FewRowsNormLinear<D, 16, 32, 128, 3, ops::Epilogue::None>>(4);
+  r.add<ops::FewRowsNormLinear<D, 16, 32, 256, 3, ops::Epilogue::None>>(4);
+  r.add<ops::FewRowsNormLinear<D, 16, 16, 128, 2, ops::Epilogue::Bias>>(2);
+  r.add<ops::FewRowsQkv<D, 16, 32, 128, 3>>(4);
   // Tensor-core products: the decoder's prefill tiles and kiln_bench's.
   r.add<ops::Matmul<D, 64, 64, 32>>();
   r.add<ops::Matmul<D, 64, 64, 32>>(4, 3);

@@ -450,11 +450,13 @@ TEST_CASE("fp16 batches decode alike on the few-row products and on the prefill 
   GenerateOptions go;
   go.max_new_tokens = int(g.greedy.size());
   go.stop_at_eot = false;
-  for (int few : {16, 0}) {
+  for (auto [few, fuse] : {std::pair{16, true}, std::pair{16, false}, std::pair{0, true}}) {
     CAPTURE(few);
+    CAPTURE(fuse);
     ModelOptions mo;
     mo.max_batch = 5;
     mo.few_row_products = few;
+    mo.few_row_fusion = fuse;
     Model model(w, target(), Precision::F16, mo);
     // Five copies of the prompt: a decode step of 5 rows. Each follows HF's
     // greedy tokens up to the first step where HF's top two logits are
@@ -463,16 +465,19 @@ TEST_CASE("fp16 batches decode alike on the few-row products and on the prefill 
     float hi = *std::max_element(g.last.begin(), g.last.end());
     double bound = 2e-2 * double(hi - lo);
     auto out = model.generate(std::vector<std::vector<int32_t>>(5, g.prompt), go);
-    bool listed = false;
-    for (const auto &k : model.explain().kernels)
+    bool listed = false, fusedQkv = false;
+    for (const auto &k : model.explain().kernels) {
       listed = listed || k.role.ends_with("_few");
+      fusedQkv = fusedQkv || k.role == "qkv_ln_few";
+    }
     CHECK(listed == (few > 0));
+    CHECK(fusedQkv == (few > 0 && fuse));
     for (const auto &seq : out) {
       CHECK(seq == out.front());
       std::size_t checked = 0;
       while (checked < g.greedy.size() && g.gaps[checked] >= bound && seq[checked] == g.greedy[checked])
         ++checked;
-      MESSAGE("few_row_products " << few << ": greedy tokens identical to HF for " << checked << " of "
+      MESSAGE("few_row_products " << few << std::string(fuse ? ", fused" : "") << ": greedy tokens identical to HF for " << checked << " of "
                                   << g.greedy.size());
       CHECK((checked == g.greedy.size() || g.gaps[checked] < bound));
     }

@@ -272,6 +272,120 @@ TEST_CASE("nn::CausalSelfAttention: tuned prefill and decode kernels agree with 
   checkAttention(true);
 }
 
+namespace {
+nn::Tensor<f16> halfTensor(nn::Shape shape, uint32_t seed, float scale = 1.0f) {
+  int64_t n = 1;
+  for (int64_t d : shape)
+    n *= d;
+  std::vector<float> v = randoms(std::size_t(n), seed, scale);
+  std::vector<half> h(v.begin(), v.end());
+  return nn::Tensor<f16>(target(), std::move(shape), h);
+}
+std::vector<float> floats(const nn::Tensor<f16> &t) {
+  std::vector<half> h = t.to_host();
+  return std::vector<float>(h.begin(), h.end());
+}
+std::vector<double> doubles(const std::vector<float> &v) { return std::vector<double>(v.begin(), v.end()); }
+/// layernorm(x) in double, rounded to fp16 as the kernels round it.
+std::vector<float> normedHalf(const nn::Tensor<f16> &x, const nn::LayerNorm<f16> &ln) {
+  std::vector<double> n = ref::layernorm(floats(x), floats(ln.weight()), floats(ln.bias()), int(x.dim(0)),
+                                         int(x.dim(1)), 1e-5);
+  std::vector<float> out;
+  for (double v : n)
+    out.push_back(float(half(float(v))));
+  return out;
+}
+} // namespace
+
+TEST_CASE("fp16 steps of 2 to 16 rows: layernorm and product in one launch, QKV into the caches, the head") {
+  const int64_t C = 64, H = 4, T = 16, B = 5, V = 200;
+  const double tol = 2e-2;
+  nn::Context ctx(target());
+  auto ln = [&](uint32_t seed) { return nn::LayerNorm<f16>(ctx, halfTensor({C}, seed), halfTensor({C}, seed + 1, 0.1f)); };
+  auto transposed = [&](const nn::Tensor<f16> &w) {
+    return nn::Tensor<f16>(target(), {w.dim(1), w.dim(0)}, nn::transpose(w.to_host(), w.dim(0), w.dim(1)));
+  };
+  // The MLP's first product (decode-step kernels for one row only, so that
+  // 2 to 16 rows run the few-row kernel), and the same without it.
+  nn::Tensor<f16> w = halfTensor({C, 4 * C}, 40, 0.2f), b = halfTensor({4 * C}, 41, 0.1f);
+  nn::NormLinear<f16, Epilogue::BiasGelu> fc(ctx, ln(42), w, b, transposed(w), {"fc", 1, 16, true}, nn::Widths<C>{});
+  nn::NormLinear<f16, Epilogue::BiasGelu> fc0(ctx, ln(42), w, b, transposed(w), {"fc", 1, 0}, nn::Widths<C>{});
+  // The head on wte [V, C].
+  nn::Tensor<f16> wte = halfTensor({V, C}, 44, 0.2f);
+  nn::LmHead<f16> head(ctx, ln(45), transposed(wte), wte, nn::Widths<C>{}, 16, true);
+  // Attention whose steps of 2 to 16 sequences run ops::FewRowsQkv, and the
+  // same on the prefill kernels.
+  nn::Tensor<f16> wqkv = halfTensor({C, 3 * C}, 47, 0.2f), bqkv = halfTensor({3 * C}, 48, 0.1f);
+  nn::Tensor<f16> wp = halfTensor({C, C}, 49, 0.1f), bp = halfTensor({C}, 50, 0.1f);
+  auto attention = [&](int few, bool fuse) {
+    nn::Linear<f16, Epilogue::BiasResidual> proj(ctx, wp, bp, transposed(wp), {"proj", 1, few}, nn::Widths<C>{});
+    return nn::CausalSelfAttention<f16>(ctx, ln(51), wqkv, bqkv, transposed(wqkv), std::move(proj), int(H),
+                                        nn::KvCache<f16>(target(), B, T, C), nn::Widths<C>{}, 1, few, fuse);
+  };
+  // And with the layernorm, ops::FewRowsLinear and the cache write apart.
+  nn::CausalSelfAttention<f16> attn = attention(16, true), attn0 = attention(0, true),
+                               apart = attention(16, false);
+  ctx.compile();
+
+  CHECK(fc.few(2));
+  CHECK(fc.few(16));
+  CHECK_FALSE(fc.few(1));  // the one-row decode kernel
+  CHECK_FALSE(fc.few(17)); // the prefill kernels
+  CHECK_FALSE(fc0.few(5));
+  CHECK(attn.fewQkv(B));
+  CHECK_FALSE(attn0.fewQkv(B));
+  CHECK_FALSE(apart.fewQkv(B));
+
+  for (int64_t M : {2, 5, 16}) {
+    CAPTURE(M);
+    nn::Tensor<f16> x = halfTensor({M, C}, 60 + uint32_t(M), 3.0f), normed(target(), {M, C});
+    nn::Tensor<f16> out(target(), {M, 4 * C}), out0(target(), {M, 4 * C}), logits(target(), {M, V});
+    fc(ctx, x, normed, out);
+    fc0(ctx, x, normed, out0);
+    std::vector<float> n = normedHalf(x, fc.layernorm());
+    checkClose(floats(out), reference(n, floats(w), floats(b), nullptr, Epilogue::BiasGelu, int(M), int(4 * C), int(C)), tol);
+    checkClose(floats(out0), doubles(floats(out)), tol);
+    head(ctx, x, normed, logits);
+    std::vector<float> nh = normedHalf(x, ln(45));
+    std::vector<float> wteT = nn::transpose(floats(wte), V, C);
+    checkClose(floats(logits), reference(nh, wteT, {}, nullptr, Epilogue::None, int(M), int(V), int(C)), tol);
+  }
+
+  // Five prompts of 1 to 5 tokens prefilled into both blocks, then one
+  // decode step of the five sequences: the same rows out, the same caches.
+  std::vector<int32_t> lengths{3, 1, 5, 2, 4}, seq, pos, starts;
+  for (int s = 0; s < int(B); ++s) {
+    starts.push_back(int32_t(seq.size()));
+    for (int t = 0; t < lengths[std::size_t(s)]; ++t) {
+      seq.push_back(s);
+      pos.push_back(t);
+    }
+  }
+  const int64_t R = int64_t(seq.size());
+  nn::Packing packing{nn::Tensor<i32>(target(), {R}, seq), nn::Tensor<i32>(target(), {R}, pos),
+                      nn::Tensor<i32>(target(), {B}, starts), nn::Tensor<i32>(target(), {B}, lengths), int(B), 5};
+  nn::Workspace<f16> ws(target(), R, C, B, H, attn.splits(), C / H);
+  nn::Tensor<f16> prompt = halfTensor({R, C}, 70), step = halfTensor({B, C}, 71);
+  nn::Tensor<i32> at(target(), {B}, lengths);
+  std::vector<std::vector<float>> rows, ks, vs;
+  for (const nn::CausalSelfAttention<f16> *a : {&attn, &attn0, &apart}) {
+    nn::Tensor<f16> x(target(), {R, C}, prompt.to_host()), y(target(), {B, C}, step.to_host());
+    a->prefill(ctx, x, packing, ws);
+    a->decode(ctx, y, at, ws.rows(B));
+    rows.push_back(floats(y));
+    ks.push_back(floats(a->cache().k));
+    vs.push_back(floats(a->cache().v));
+  }
+  checkClose(rows[0], doubles(rows[1]), tol);
+  checkClose(ks[0], doubles(ks[1]), tol);
+  checkClose(vs[0], doubles(vs[1]), tol);
+  checkClose(rows[2], doubles(rows[1]), tol);
+  checkClose(ks[2], doubles(ks[1]), tol);
+
+  CHECK_THROWS_WITH_AS(nn::LmHead<f16>(ctx, ln(45), transposed(wte), wte, nn::Widths<C>{}, 17),
+                       "nn::Linear(64 -> 200): few_rows must be 0 to 16 (got 17)", Error);
+}
+
 // Compile-time pruning of a search space: an f32 128x128x64 pipeline of 4
 // stages (256 KB) does not fit in shared memory; 16x16 tiles give 8 warps
 // nothing to do; producer warps need 64-column K panels.

@@ -603,7 +603,7 @@ TEST_CASE_TEMPLATE("few-row product on the transposed weight adds its partial ti
   run.template operator()<ops::FewRowsLinear<D, BR, BN, 128, 6, ops::Epilogue::BiasResidual>>(1);
 }
 
-TEST_CASE_TEMPLATE("few-row products after a fused layernorm: MLP up with gelu, and QKV into the caches", T, float,
+TEST_CASE_TEMPLATE("few-row products after a fused layernorm: MLP up with gelu, the LM head, QKV into the caches", T, float,
                    half) {
   using D = std::conditional_t<std::is_same_v<T, float>, f32, f16>;
   constexpr int BR = 16, BN = 16;
@@ -627,6 +627,7 @@ TEST_CASE_TEMPLATE("few-row products after a fused layernorm: MLP up with gelu, 
     for (int kk = 0; kk < K; ++kk)
       w[std::size_t(kk) * N + n] = wt[std::size_t(n) * K + kk];
   auto product = ref::matmul(nt, w, M, N, K);
+  const auto plain = product; // the LM head's: no bias
   for (std::size_t i = 0; i < product.size(); ++i)
     product[i] += double(float(bias[i % N]));
   std::vector<double> gelu(product.size());
@@ -636,9 +637,11 @@ TEST_CASE_TEMPLATE("few-row products after a fused layernorm: MLP up with gelu, 
   auto run = [&]<int KC, int C>(int splits) {
     CAPTURE(splits);
     using Up = ops::FewRowsNormLinear<D, BR, BN, KC, C, ops::Epilogue::BiasGelu>;
+    using Head = ops::FewRowsNormLinear<D, BR, BN, KC, C, ops::Epilogue::None>;
     using Qkv = ops::FewRowsQkv<D, BR, BN, KC, C>;
     REQUIRE(Up::splits(K) == splits);
     auto up = compile<Up>(kCpu);
+    auto head = compile<Head>(kCpu);
     auto qkvk = compile<Qkv>(kCpu);
     std::vector<float> partial(std::size_t(splits) * N * BR, -1.f);
     std::vector<int32_t> counter(std::size_t(ceil_div(N, BN)), 0);
@@ -657,6 +660,10 @@ TEST_CASE_TEMPLATE("few-row products after a fused layernorm: MLP up with gelu, 
     up.launch(Grid(ceil_div(N, BN), splits), dx(), dg(), dbeta(), dwt(), dbias(), dout(), dp(), dn(), M, N, K,
               1e-5f);
     check(dout.fetch(), gelu, tol, tol);
+    CHECK(dn.fetch() == std::vector<int32_t>(counter.size(), 0));
+    head.launch(Grid(ceil_div(N, BN), splits), dx(), dg(), dbeta(), dwt(), dbias(), dout(), dp(), dn(), M, N, K,
+                1e-5f);
+    check(dout.fetch(), plain, tol, tol);
     CHECK(dn.fetch() == std::vector<int32_t>(counter.size(), 0));
     qkvk.launch(Grid(ceil_div(N, BN), splits), dx(), dg(), dbeta(), dwt(), dbias(), dout(), dp(), dn(), dpos(),
                 dkc(), dvc(), M, N, K, Tmax, 1e-5f);

@@ -126,11 +126,11 @@ template <class D> struct ModelImpl final : Model::Impl {
     nn::CausalSelfAttention<D> attn(ctx, std::move(ln1), upload(p[2], {C, 3 * C}),
                                     upload(p[3], {3 * C}), decodeCopy(12, {3 * C, C}),
                                     std::move(attnProj), cfg.n_head,
-                                    nn::KvCache<D>(target, B, Tmax, C), W1{}, rows, few);
+                                    nn::KvCache<D>(target, B, Tmax, C), W1{}, rows, few, opts.few_row_fusion);
     nn::LayerNorm<D> ln2(ctx, upload(p[6], {C}), upload(p[7], {C}));
     nn::NormLinear<D, Epilogue::BiasGelu> fc(ctx, std::move(ln2), upload(p[8], {C, 4 * C}),
                                              upload(p[9], {4 * C}), decodeCopy(14, {4 * C, C}),
-                                             {"fc_gelu", rows, few}, W1{});
+                                             {"fc_gelu", rows, few, opts.few_row_fusion}, W1{});
     nn::Linear<D, Epilogue::BiasResidual> mlpProj(ctx, upload(p[10], {4 * C, C}),
                                                   upload(p[11], {C}), decodeCopy(15, {C, 4 * C}),
                                                   {"mlp_proj", rows, few}, W4{});
@@ -180,7 +180,8 @@ template <class D> struct ModelImpl final : Model::Impl {
     }
     nn::LayerNorm<D> lnf(ctx, upload(hostCopy(w.ln_f_w), {C}), upload(hostCopy(w.ln_f_b), {C}));
     lmHead.emplace(ctx, std::move(lnf), upload(hostCopy(w.wte, /*transposed=*/true), {C, V}),
-                   decodeCopies ? wte : Tensor<D>{}, Widths<CW>{}, opts.few_row_products);
+                   decodeCopies ? wte : Tensor<D>{}, Widths<CW>{}, opts.few_row_products,
+                   opts.few_row_fusion);
     gather.emplace(ctx);
     sampler.emplace(ctx);
 

@@ -291,42 +291,51 @@ Tile<f32, BN, BR> few_rows_product(Ptr<T> x, Ptr<T> lnw, Ptr<T> lnb, Ptr<T> wt, 
   std::vector<Tile<T, BN, KC>> ws;
   for (int q = 0; q < C; ++q)
     ws.push_back(load(wt + expand_dims<1>(rn) * K + kAt(q), expand_dims<1>(rn < N) & (kAt(q) < K), 0));
-  std::vector<Tile<T, BR, KC>> gs, bs;
+  // The layernorm's weights of the panel's K range, one row each (they
+  // broadcast over the rows of x).
+  std::vector<Tile<T, 1, KC>> gs, bs;
   if constexpr (LN)
     for (int q = 0; q < C; ++q) {
-      auto kk = broadcast_to<BR, KC>(kAt(q));
-      gs.push_back(load(lnw + kk, kk < K, 0));
-      bs.push_back(load(lnb + kk, kk < K, 0));
+      gs.push_back(load(lnw + kAt(q), kAt(q) < K, 0));
+      bs.push_back(load(lnb + kAt(q), kAt(q) < K, 0));
     }
   grid_dependency_wait();
   afterWait();
-  std::vector<Tile<T, BR, KC>> xs;
-  for (int q = 0; q < C; ++q)
-    xs.push_back(load(x + xr * K + kAt(q), live & (kAt(q) < K), 0));
+  // With LN, each row's statistics over the whole of K (the panel may cover
+  // only part of it) in one pass: C chunks of KC columns loaded together
+  // per step (one step when the panel spans K), summed and squared into one
+  // f32 per row, and the variance as E[x^2] - mean^2 (f32 over at most a
+  // few thousand 16-bit values: its rounding error is far below the
+  // output's).
+  std::optional<Tile<f32, BR, 1>> mean, rstd;
   if constexpr (LN) {
-    // Each row's statistics over the whole of K (the panel may cover only
-    // part of it): the mean, then the variance about it.
-    auto row = [&](I32 k0) {
-      auto kk = expand_dims<0>(k0 + ck);
-      auto mask = live & (kk < K);
-      return std::make_pair(cast<f32>(load(x + xr * K + kk, mask, 0)), mask);
-    };
+    using Sums = std::tuple<Tile<f32, BR>, Tile<f32, BR>>;
     auto nf = cast<f32>(K);
-    auto total = for_range(0, K, KC, zeros<f32, BR, KC>(), [&](I32 k0, Tile<f32, BR, KC> acc) {
-      return acc + row(k0).first;
+    auto [total, squares] = for_range(0, K, C * KC, Sums{zeros<f32, BR>(), zeros<f32, BR>()},
+                                      [&](I32 k0, Tile<f32, BR> s1, Tile<f32, BR> s2) {
+      std::vector<Tile<f32, BR, KC>> vs;
+      for (int q = 0; q < C; ++q) {
+        auto kk = expand_dims<0>(k0 + q * KC + ck);
+        vs.push_back(cast<f32>(load(x + xr * K + kk, live & (kk < K), 0)));
+      }
+      for (auto &v : vs) {
+        s1 = s1 + sum<1>(v);
+        s2 = s2 + sum<1>(v * v);
+      }
+      return Sums{s1, s2};
     });
-    auto mean = expand_dims<1>(sum<1>(total) / nf); // (BR, 1)
-    auto sq = for_range(0, K, KC, zeros<f32, BR, KC>(), [&](I32 k0, Tile<f32, BR, KC> acc) {
-      auto [v, mask] = row(k0);
-      auto d = where(mask, v - mean, 0.0f);
-      return acc + d * d;
-    });
-    auto rstd = expand_dims<1>(rsqrt(sum<1>(sq) / nf + eps));
-    for (int q = 0; q < C; ++q) {
-      auto y = (cast<f32>(xs[std::size_t(q)]) - mean) * rstd * cast<f32>(gs[std::size_t(q)]) +
-               cast<f32>(bs[std::size_t(q)]);
-      xs[std::size_t(q)] = cast<T>(where(live, y, 0.0f));
+    auto m = total / nf;
+    mean = expand_dims<1>(m);
+    rstd = expand_dims<1>(rsqrt(maximum(squares / nf - m * m, 0.0f) + eps));
+  }
+  std::vector<Tile<T, BR, KC>> xs;
+  for (int q = 0; q < C; ++q) {
+    auto v = load(x + xr * K + kAt(q), live & (kAt(q) < K), 0);
+    if constexpr (LN) {
+      auto y = (cast<f32>(v) - *mean) * *rstd * cast<f32>(gs[std::size_t(q)]) + cast<f32>(bs[std::size_t(q)]);
+      v = cast<T>(where(live, y, 0.0f));
     }
+    xs.push_back(v);
   }
   auto acc = zeros<f32, BN, BR>();
   for (int q = 0; q < C; ++q)
@@ -433,11 +442,12 @@ template <class T, int BR_, int BN_, int KC_, int C_, Epilogue E> struct FewRows
 };
 
 /// FewRowsLinear after a layernorm of x (weights lnw, lnb; eps), fused:
-/// `c = E(layernorm(x) @ wt^T)` with E = Bias or BiasGelu. Each program
-/// computes the statistics of the rows over the whole of K.
+/// `c = E(layernorm(x) @ wt^T)` with E = None (`bias` is not read), Bias or
+/// BiasGelu. Each program computes the statistics of the rows over the
+/// whole of K.
 /// Grid: (cdiv(N, BN), cdiv(K, C * KC)).
 template <class T, int BR_, int BN_, int KC_, int C_, Epilogue E> struct FewRowsNormLinear {
-  static_assert(E == Epilogue::Bias || E == Epilogue::BiasGelu, "FewRowsNormLinear: Bias or BiasGelu");
+  static_assert(E != Epilogue::BiasResidual, "FewRowsNormLinear: None, Bias or BiasGelu");
   using Plain = FewRowsLinear<T, BR_, BN_, KC_, C_, E>;
   static constexpr int BR = BR_, BN = BN_, KC = KC_, C = C_;
   static constexpr bool feasible(int warps, int stages, int schedule) {
@@ -449,7 +459,9 @@ template <class T, int BR_, int BN_, int KC_, int C_, Epilogue E> struct FewRows
                   Ptr<i32> counter, I32 M, I32 N, I32 K, F32 eps) const {
     launch_dependents();
     auto rn = program_id(0) * BN + arange<BN>();
-    auto bv = cast<f32>(load(bias + rn, rn < N, 0));
+    std::optional<Tile<f32, BN>> bv;
+    if constexpr (E != Epilogue::None)
+      bv = cast<f32>(load(bias + rn, rn < N, 0));
     auto acc = detail::few_rows_product<T, BR, BN, KC, C, true>(x, lnw, lnb, wt, M, N, K, eps, rn,
                                                                 program_id(1) * (C * KC), [] {});
     auto cols = expand_dims<1>(rn);
@@ -457,7 +469,8 @@ template <class T, int BR_, int BN_, int KC_, int C_, Epilogue E> struct FewRows
     auto inside = (cols < N) & (rows < M);
     detail::few_rows_finish<BN, BR, Plain::kReduce>(acc, partial, counter, N, rn, inside,
                                                     [&](Tile<f32, BN, BR> v) {
-      v = v + expand_dims<1>(bv);
+      if constexpr (E != Epilogue::None)
+        v = v + expand_dims<1>(*bv);
       if constexpr (E == Epilogue::BiasGelu)
         v = gelu_tanh<kApproxFor<T>>(v);
       store(c + rows * N + cols, cast<T>(v), inside);

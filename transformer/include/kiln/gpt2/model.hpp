@@ -46,10 +46,18 @@ struct ModelOptions {
   /// kernels) or 0 (every step on the prefill products).
   int decode_kernel_rows = 1;
   /// Decode steps of 2 to this many sequences (at most 16) that do not run
-  /// the decode-step kernels run their products on ops::FewRowsLinear (the
-  /// [N, K] weight copies streamed as the tensor cores' wide operand, split
-  /// along K); 0: on the prefill products.
+  /// the decode-step kernels run the few-row kernels (ops::FewRowsQkv,
+  /// ops::FewRowsNormLinear, ops::FewRowsLinear: the [N, K] weight copies
+  /// streamed as the tensor cores' wide operand, split along K, with the
+  /// layernorms and the cache write fused); 0: the prefill kernels. 16-bit
+  /// precisions only (fp32 steps run the prefill kernels).
   int few_row_products = 16;
+  /// Those steps run the layernorms inside the few-row kernels (QKV with the
+  /// cache write, MLP up, the LM head: 5 launches a layer); false (the
+  /// default, faster on an H200: 0.44 against 0.62 ms a batch-8 step of
+  /// 124M, bench/README.md): each layernorm and the cache write are
+  /// launches of their own (8 a layer).
+  bool few_row_fusion = false;
 };
 
 /// torch.compile's modes, kiln's way:

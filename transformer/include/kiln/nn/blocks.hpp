@@ -174,6 +174,61 @@ inline std::string shapeName(const char *block, int64_t in, int64_t out) {
   return std::string(block) + "(" + std::to_string(in) + " -> " + std::to_string(out) + ")";
 }
 
+/// Whether products of 2 to `few_rows` rows of type D run the few-row
+/// kernels (ops::FewRowsLinear and its fused variants): 16-bit types (the
+/// tensor cores' operands), given the weight as [N, K].
+template <class D> bool fewRowsFor(int few_rows, bool haveWeightT) {
+  return !std::is_same_v<D, f32> && few_rows >= 2 && haveWeightT;
+}
+
+/// Calls f.template operator()<BN, KC, C>(warps) with the panel of a
+/// few-row product of N output columns, as ranked on an H200 by
+/// kiln_bench's BM_few_rows (12 shapes of panel, 1-8 warps, at GPT-2's
+/// products; bench/README.md): wide outputs take 32 weight rows a program
+/// and up to 768 of K (4 warps), which leaves at least 64 programs for one K
+/// range; narrow ones 16 rows and 256 of K (2 warps), split along K.
+template <class F> void withFewPanel(int64_t N, F &&f) {
+  if (ceil_div(N, int64_t(32)) >= 64)
+    f.template operator()<32, 256, 3>(4);
+  else
+    f.template operator()<16, 128, 2>(2);
+}
+
+/// The panel (as withFewPanel) of a few-row product with the layernorm
+/// fused (ops::FewRowsNormLinear, ops::FewRowsQkv). With the row statistics
+/// and the normalised rows live, the 32x768 panel on 4 warps spills (176
+/// bytes a thread on sm_90a with bias and gelu, 48 without; kiln-ptx-report)
+/// and 32x384 does not: outputs of 64 to 1023 tiles of 32 (QKV, MLP up)
+/// take 32x384, split along K, which also gives a wave of 132
+/// multiprocessors twice the programs; the LM head's 1571 tiles are
+/// programs enough, and its K is not split (the f32 partial tiles of 50257
+/// outputs would cost a sixth of the weight's traffic); narrow outputs as
+/// unfused.
+template <class F> void withFewNormPanel(int64_t N, F &&f) {
+  int64_t tiles = ceil_div(N, int64_t(32));
+  if (tiles >= 1024)
+    f.template operator()<32, 256, 3>(4);
+  else if (tiles >= 64)
+    f.template operator()<32, 128, 3>(4);
+  else
+    f.template operator()<16, 128, 2>(2);
+}
+
+/// The grid of a few-row product of N outputs and K inputs with a (BN, C x
+/// KC) panel, and its split-K scratch: f32 partial tiles [splits, N,
+/// kFewRows] and a counter per column tile (zero between launches); a
+/// product of one K range needs neither.
+struct FewRowsPlan {
+  uint32_t tiles = 0, splits = 0;
+  Tensor<f32> partial;
+  Tensor<i32> counter;
+  FewRowsPlan() = default;
+  FewRowsPlan(const Target &t, int64_t N, int64_t K, int BN, int span, int rows)
+      : tiles(uint32_t(ceil_div(N, int64_t(BN)))), splits(uint32_t(ceil_div(K, int64_t(span)))),
+        partial(t, {splits > 1 ? int64_t(splits) * N * rows : 1}), counter(t, {splits > 1 ? int64_t(tiles) : 1}) {}
+  Grid grid() const { return Grid(tiles, splits); }
+};
+
 } // namespace detail
 
 //===----------------------------------------------------------------------===//
@@ -315,6 +370,13 @@ struct LinearOptions {
   /// wide operand, and each program loads its whole panel of it before
   /// waiting on the previous kernel; 0: they run the prefill products.
   int few_rows = kFewRows;
+  /// In blocks that normalise first (NormLinear, the attention's QKV, the
+  /// LM head), those products run the layernorm inside the few-row kernel
+  /// (ops::FewRowsNormLinear, ops::FewRowsQkv) rather than as a separate
+  /// launch before ops::FewRowsLinear. Off by default: GPT-2 124M's batch-8
+  /// decode graph took 610-618 us fused (5 launches a layer) against
+  /// 433-439 us apart (8) on an H200 (bench/README.md).
+  bool fuse_layernorm = false;
 };
 
 /// `out = E(x @ weight)`: weight [K, N], bias [N] (not for None), and for
@@ -375,9 +437,8 @@ public:
                   std::to_string(options_.few_rows) + ")");
     if (!weightT_.empty())
       expect(weightT_, {out_features(), in_features()}, name_, "weight_t");
-    if constexpr (!kF32)
-      if (gpu_ && options_.few_rows >= 2 && !weightT_.empty())
-        prepareFew(ctx);
+    if (detail::fewRowsFor<D>(options_.few_rows, !weightT_.empty()))
+      prepareFew(ctx);
     if (options_.decode_rows > 0 && !weightT_.empty()) {
       if (!detail::withWidth(in_features(), [&]<int K>() { requestDecode<K>(ctx); },
                              typename Widths<W...>::sequence{}))
@@ -390,6 +451,8 @@ public:
   int64_t out_features() const { return weight_.dim(1); }
   const Tensor<D> &weight() const { return weight_; }
   const Tensor<D> &bias() const { return bias_; }
+  /// The weight as [N, K] (the decode and few-row kernels'); may be empty.
+  const Tensor<D> &weight_t() const { return weightT_; }
   const std::string &name() const { return name_; }
 
   /// Rows a tuned configuration serves: products of M rows use the one
@@ -486,7 +549,7 @@ public:
 
   /// True when products of `rows` rows run ops::FewRowsLinear.
   bool few(int64_t rows) const {
-    return (fewWide_ || fewNarrow_) && rows >= 2 && rows <= options_.few_rows && !decodes(rows);
+    return few_ && rows >= 2 && rows <= options_.few_rows && !decodes(rows);
   }
 
   /// True when `rows` rows run on the decode-step kernels.
@@ -589,47 +652,22 @@ private:
     withMatmulArgs<KK>(x, res, out, [&](const Grid &g, const auto &...a) { k(ctx, g, a...); });
   }
 
-  // Products of 2 to kFewRows rows on the transposed weight, as ranked on
-  // an H200 by kiln_bench's BM_few_rows (12 shapes of panel, 1-8 warps, at
-  // GPT-2's products; bench/README.md): wide outputs take 32 weight rows a
-  // program and up to 768 of K (4 warps), which leaves at least 64 programs
-  // for one K range; narrow ones 16 rows and 256 of K (2 warps), split
-  // along K.
-  using FewWide = ops::FewRowsLinear<D, kFewRows, 32, 256, 3, detail::opsEpilogue(E)>;
-  using FewNarrow = ops::FewRowsLinear<D, kFewRows, 16, 128, 2, detail::opsEpilogue(E)>;
-  static constexpr int64_t kFewWideTiles = 64;
-
+  // Products of 2 to kFewRows rows on the transposed weight (panels:
+  // detail::withFewPanel).
   void prepareFew(Context &ctx) {
-    int64_t N = out_features(), K = in_features();
-    auto prepare = [&]<class F>(std::optional<Handle<F>> &handle, int warps) {
+    detail::withFewPanel(out_features(), [&]<int BN, int KC, int C>(int warps) {
+      using F = ops::FewRowsLinear<D, kFewRows, BN, KC, C, detail::opsEpilogue(E)>;
       CompileOptions options;
       options.num_warps = warps;
-      handle = ctx.kernel<F>(options_.role + "_few", options);
-      fewSplits_ = F::splits(int(K));
-      fewTiles_ = int(ceil_div(N, F::BN));
-    };
-    if (ceil_div(N, FewWide::BN) >= kFewWideTiles)
-      prepare.template operator()<FewWide>(fewWide_, 4);
-    else
-      prepare.template operator()<FewNarrow>(fewNarrow_, 2);
-    // Partial tiles (f32) and per-column-tile counters (zero between
-    // launches); a product of one K range needs neither.
-    fewPartial_ = Tensor<f32>(ctx.target(), {fewSplits_ > 1 ? int64_t(fewSplits_) * N * kFewRows : 1});
-    fewCounter_ = Tensor<i32>(ctx.target(), {fewSplits_ > 1 ? int64_t(fewTiles_) : 1});
-  }
-
-  void launchFew(Context &ctx, const Tensor<D> &x, const Tensor<D> *res, const Tensor<D> &out) const {
-    int M = int(x.dim(0)), N = int(out_features()), K = int(in_features());
-    auto *b = bias_.empty() ? x.data() : bias_.data();
-    auto *r = res ? res->data() : out.data();
-    auto launch = [&](const auto &k) {
-      k(ctx, Grid(uint32_t(fewTiles_), uint32_t(fewSplits_)), x.data(), weightT_.data(), b, r, out.data(),
-        fewPartial_.data(), fewCounter_.data(), M, N, K);
-    };
-    if (fewWide_)
-      launch(*fewWide_);
-    else
-      launch(*fewNarrow_);
+      auto k = ctx.kernel<F>(options_.role + "_few", options);
+      few_ = [k](const Linear &self, Context &c, const Tensor<D> &x, const Tensor<D> *res, const Tensor<D> &out) {
+        auto *b = self.bias_.empty() ? x.data() : self.bias_.data();
+        const detail::FewRowsPlan &p = self.fewPlan_;
+        k(c, p.grid(), x.data(), self.weightT_.data(), b, res ? res->data() : out.data(), out.data(),
+          p.partial.data(), p.counter.data(), int(x.dim(0)), int(self.out_features()), int(self.in_features()));
+      };
+      fewPlan_ = detail::FewRowsPlan(ctx.target(), out_features(), in_features(), BN, C * KC, kFewRows);
+    });
   }
 
   void run(Context &ctx, const Tensor<D> &x, const Tensor<D> *res, const Tensor<D> &out) const {
@@ -641,7 +679,7 @@ private:
     if (M > 1 && M <= kDecodeRows && decode8_)
       return tunedDecode8_ ? tunedDecode8_(*this, ctx, x, res, out) : decode8_(*this, ctx, x, res, out);
     if (few(M))
-      return launchFew(ctx, x, res, out);
+      return few_(*this, ctx, x, res, out);
     if (auto t = tuned_.find(rows_bucket(M)); t != tuned_.end())
       return t->second.launch(t->second.tuned->kernel(), *this, ctx, x, res, out);
     if (!gpu_)
@@ -662,12 +700,8 @@ private:
   std::optional<Handle<Small>> small_;
   std::optional<Handle<Cpu>> cpu_;
   std::optional<Handle<CpuFew>> cpuFew_;
-  std::optional<Handle<FewWide>> fewWide_;
-  std::optional<Handle<FewNarrow>> fewNarrow_;
-  int fewSplits_ = 0, fewTiles_ = 0;
-  Tensor<f32> fewPartial_;
-  Tensor<i32> fewCounter_;
-  Launch decode1_, decode8_;
+  Launch decode1_, decode8_, few_;
+  detail::FewRowsPlan fewPlan_;
   using DecodeSite = Tunable<const Linear &, Context &, const Tensor<D> &, const Tensor<D> *, const Tensor<D> &>;
   DecodeSite tunedDecode1_, tunedDecode8_;
   std::function<void(Linear &, Context &, const Tensor<D> &, const Tensor<D> &, bool)> decodeTuner_;
@@ -680,21 +714,71 @@ private:
   std::map<int64_t, Tuning> tuned_; ///< by rows_bucket
 };
 
+namespace detail {
+/// `out = E(layernorm(x) @ wt^T)` for 2 to kFewRows rows in one launch of
+/// ops::FewRowsNormLinear (the panel of withFewNormPanel; E: None, Bias or
+/// BiasGelu): NormLinear's and LmHead's few-row path.
+template <class D, Epilogue E> class FewRowsNorm {
+public:
+  FewRowsNorm() = default;
+  FewRowsNorm(Context &ctx, const std::string &role, int64_t N, int64_t K) {
+    withFewNormPanel(N, [&]<int BN, int KC, int C>(int warps) {
+      using F = ops::FewRowsNormLinear<D, kFewRows, BN, KC, C, opsEpilogue(E)>;
+      CompileOptions options;
+      options.num_warps = warps;
+      auto k = ctx.kernel<F>(role + "_ln_few", options);
+      launch_ = [k](const FewRowsNorm &self, Context &c, const LayerNorm<D> &ln, const Tensor<D> &wt,
+                    const Tensor<D> &bias, const Tensor<D> &x, const Tensor<D> &out) {
+        const FewRowsPlan &p = self.plan_;
+        k(c, p.grid(), x.data(), ln.weight().data(), ln.bias().data(), wt.data(),
+          bias.empty() ? x.data() : bias.data(), out.data(), p.partial.data(), p.counter.data(), int(x.dim(0)),
+          int(wt.dim(0)), int(wt.dim(1)), ln.eps());
+      };
+      plan_ = FewRowsPlan(ctx.target(), N, K, BN, C * KC, kFewRows);
+    });
+  }
+  explicit operator bool() const { return bool(launch_); }
+  /// out [R, N] from x [R, K], the layernorm `ln`, wt [N, K] and bias [N]
+  /// (empty for None).
+  void operator()(Context &ctx, const LayerNorm<D> &ln, const Tensor<D> &wt, const Tensor<D> &bias,
+                  const Tensor<D> &x, const Tensor<D> &out) const {
+    launch_(*this, ctx, ln, wt, bias, x, out);
+  }
+
+private:
+  std::function<void(const FewRowsNorm &, Context &, const LayerNorm<D> &, const Tensor<D> &, const Tensor<D> &,
+                     const Tensor<D> &, const Tensor<D> &)>
+      launch_;
+  FewRowsPlan plan_;
+};
+} // namespace detail
+
 /// `out = E(layernorm(x) @ weight)`. A prefill normalises into a scratch
 /// tensor (`normed`, [R, K]) and multiplies; a decode step of up to
 /// kDecodeRows rows runs one kernel that normalises each row as it streams
-/// the weight.
+/// the weight, and so do products of 2 to `few_rows` rows
+/// (detail::FewRowsNorm, where LinearOptions::few_rows would run
+/// ops::FewRowsLinear).
 template <class D, Epilogue E> class NormLinear {
 public:
   template <int... W>
   NormLinear(Context &ctx, LayerNorm<D> ln, Tensor<D> weight, Tensor<D> bias, Tensor<D> weight_t,
              LinearOptions options = {}, Widths<W...> = {})
-      : ln_(std::move(ln)), linear_(ctx, std::move(weight), std::move(bias), weight_t,
-                                    LinearOptions{options.role, 0, options.few_rows}),
+      : ln_(std::move(ln)),
+        linear_(ctx, std::move(weight), std::move(bias), weight_t,
+                LinearOptions{options.role, 0, fusesFew(options, weight_t) ? 0 : options.few_rows}),
         role_(options.role) {
     if (ln_.features() != linear_.in_features())
       throw Error("nn::NormLinear: a layernorm of " + std::to_string(ln_.features()) +
                   " features before " + linear_.name());
+    if (options.few_rows < 0 || options.few_rows > kFewRows)
+      throw Error(linear_.name() + ": few_rows must be 0 to " + std::to_string(kFewRows) + " (got " +
+                  std::to_string(options.few_rows) + ")");
+    if constexpr (E != Epilogue::BiasResidual)
+      if (fusesFew(options, weight_t)) {
+        few_ = detail::FewRowsNorm<D, E>(ctx, options.role, linear_.out_features(), linear_.in_features());
+        fewRows_ = options.few_rows;
+      }
     if (options.decode_rows > 0 && !weight_t.empty()) {
       weightT_ = std::move(weight_t);
       decodeRows_ = options.decode_rows >= kDecodeRows ? kDecodeRows : 1;
@@ -740,8 +824,21 @@ public:
   }
   const LayerNorm<D> &layernorm() const { return ln_; }
   const Linear<D, E> &linear() const { return linear_; }
-  /// Tunes the prefill product (Linear::tune) on normed [M, K] and out [M, N].
+  /// True when products of 2 to options.few_rows rows run the fused few-row
+  /// kernel (else, given few_rows, the layernorm and then ops::FewRowsLinear).
+  static bool fusesFew(const LinearOptions &options, const Tensor<D> &weight_t) {
+    return E != Epilogue::BiasResidual && options.fuse_layernorm &&
+           detail::fewRowsFor<D>(options.few_rows, !weight_t.empty());
+  }
+  /// True when products of `rows` rows run the fused few-row kernel.
+  bool few(int64_t rows) const {
+    return few_ && rows >= 2 && rows <= fewRows_ && !(decode_ && rows <= decodeRows_);
+  }
+  /// Tunes the prefill product (Linear::tune) on normed [M, K] and out [M,
+  /// N]; nothing for rows that run the decode or few-row kernels.
   void tune(Context &ctx, const Tensor<D> &normed, const Tensor<D> &out, bool cached_only = false) {
+    if (few(normed.dim(0)) || (decode_ && normed.dim(0) <= decodeRows_))
+      return;
     ln_.tune(ctx, normed, normed, cached_only);
     linear_.tune(ctx, normed, out, cached_only);
   }
@@ -769,6 +866,11 @@ public:
       expect(out, {x.dim(0), linear_.out_features()}, linear_.name(), "out");
       return decode_(*this, ctx, x, out);
     }
+    if (few(x.dim(0))) {
+      expect(x, {kAny, linear_.in_features()}, linear_.name(), "x");
+      expect(out, {x.dim(0), linear_.out_features()}, linear_.name(), "out");
+      return few_(ctx, ln_, linear_.weight_t(), linear_.bias(), x, out);
+    }
     ln_(ctx, x, normed);
     linear_(ctx, normed, out);
   }
@@ -792,6 +894,8 @@ private:
   std::string role_;
   int decodeRows_ = 0; ///< rows up to which decode_ runs (1 or kDecodeRows)
   std::function<void(const NormLinear &, Context &, const Tensor<D> &, const Tensor<D> &)> decode_;
+  detail::FewRowsNorm<D, E> few_;
+  int fewRows_ = 0; ///< rows up to which few_ runs
   using Site = Tunable<const NormLinear &, Context &, const Tensor<D> &, const Tensor<D> &>;
   Site tuned1_, tuned8_;
   std::function<void(NormLinear &, Context &, const Tensor<D> &, const Tensor<D> &, bool)> decodeTuner_;
@@ -854,7 +958,8 @@ template <class D> struct KvCache {
 ///
 /// Prefill: layernorm, the QKV product, the cache write, flash attention
 /// over each prompt's rows (64x64 blocks), the projection with the residual.
-/// Decode: one fused kernel (layernorm, QKV, cache write), attention split
+/// Decode: one fused kernel (layernorm, QKV, cache write: ops::DecodeQkv,
+/// or ops::FewRowsQkv for 2 to 16 sequences), attention split
 /// over cache chunks of 32 positions (one program per sequence, head and
 /// chunk, the last to finish combining them: one grid for every position,
 /// so a captured graph serves them all), the projection.
@@ -863,16 +968,18 @@ public:
   static constexpr int kChunk = 32, kMaxSplits = 32;
 
   /// `decode_rows`: steps of up to this many sequences (1 or kDecodeRows)
-  /// run the fused decode QKV kernel; larger ones the prefill kernels, whose
-  /// QKV product runs ops::FewRowsLinear for up to `few_rows` rows
-  /// (LinearOptions::few_rows; it needs w_qkv_t).
+  /// run the fused decode QKV kernel; steps of more, up to `few_rows`
+  /// sequences (at most kFewRows; 16-bit types), ops::FewRowsQkv (the
+  /// layernorm, the product on w_qkv_t and the cache write in one launch),
+  /// or without `fuse_layernorm` the layernorm, ops::FewRowsLinear and the
+  /// cache write; larger ones the prefill kernels.
   template <int... W>
   CausalSelfAttention(Context &ctx, LayerNorm<D> ln, Tensor<D> w_qkv, Tensor<D> b_qkv,
                       Tensor<D> w_qkv_t, Linear<D, Epilogue::BiasResidual> proj, int heads,
                       KvCache<D> cache, Widths<W...> = {}, int decode_rows = kDecodeRows,
-                      int few_rows = kFewRows)
+                      int few_rows = kFewRows, bool fuse_layernorm = false)
       : qkv_(ctx, std::move(ln), std::move(w_qkv), std::move(b_qkv), w_qkv_t,
-             LinearOptions{"qkv", 0, few_rows}),
+             LinearOptions{"qkv", 0, fuse_layernorm ? 0 : few_rows, false}),
         qkvT_(std::move(w_qkv_t)), proj_(std::move(proj)), heads_(heads), cache_(std::move(cache)) {
     int64_t C = features();
     std::string name = "nn::CausalSelfAttention(" + std::to_string(C) + ")";
@@ -889,6 +996,14 @@ public:
                   " positions is longer than decode attention's " +
                   std::to_string(kChunk * kMaxSplits));
     kvWrite_ = ctx.kernel<ops::KvWrite<D, 256>>("kv_write");
+    if (few_rows < 0 || few_rows > kFewRows)
+      throw Error(name + ": few_rows must be 0 to " + std::to_string(kFewRows) + " (got " +
+                  std::to_string(few_rows) + ")");
+    if (fuse_layernorm && detail::fewRowsFor<D>(few_rows, !qkvT_.empty())) {
+      expect(qkvT_, {3 * C, C}, name, "w_qkv_t");
+      prepareFewQkv(ctx);
+      fewRows_ = few_rows;
+    }
     switch (head_dim()) {
     case 16: requestAttention<16>(ctx); break;
     case 32: requestAttention<32>(ctx); break;
@@ -961,7 +1076,7 @@ public:
     int64_t B = x.dim(0);
     if (decodeQkvTuner_ && B <= decodeRows_)
       decodeQkvTuner_(*this, ctx, x, ws.iota.rows(0, B), ws.qkv, cached_only);
-    else
+    else if (!fewQkv(B))
       tuneCacheWrite(ctx, ws, B, cached_only);
     attentionTuner_(*this, ctx, ws, 0, B, cached_only);
     proj_.tune_decode(ctx, ws.att.rows(0, B), x, cached_only);
@@ -995,6 +1110,8 @@ public:
                   std::to_string(cache_.batch()));
     if (decodeQkv_ && B <= decodeRows_) {
       decodeQkv_(*this, ctx, x, pos, ws.qkv);
+    } else if (fewQkv(B)) {
+      fewQkv_(*this, ctx, x, pos, ws.qkv);
     } else {
       qkv_(ctx, x, ws.normed, ws.qkv);
       writeCache(ctx, ws.qkv.rows(0, B), ws.iota.rows(0, B), pos);
@@ -1003,7 +1120,30 @@ public:
     proj_(ctx, ws.att, x, x);
   }
 
+  /// True when decode steps of B sequences run ops::FewRowsQkv.
+  bool fewQkv(int64_t B) const { return fewQkv_ && B >= 2 && B <= fewRows_ && !(decodeQkv_ && B <= decodeRows_); }
+
 private:
+  void prepareFewQkv(Context &ctx) {
+    int64_t C = features();
+    detail::withFewNormPanel(3 * C, [&]<int BN, int KC, int CH>(int warps) {
+      using F = ops::FewRowsQkv<D, kFewRows, BN, KC, CH>;
+      CompileOptions options;
+      options.num_warps = warps;
+      auto k = ctx.kernel<F>("qkv_ln_few", options);
+      fewQkv_ = [k](const CausalSelfAttention &a, Context &c, const Tensor<D> &x, const Tensor<i32> &pos,
+                    const Tensor<D> &qkv) {
+        const LayerNorm<D> &ln = a.qkv_.layernorm();
+        const detail::FewRowsPlan &p = a.fewQkvPlan_;
+        k(c, p.grid(), x.data(), ln.weight().data(), ln.bias().data(), a.qkvT_.data(),
+          a.qkv_.linear().bias().data(), qkv.data(), p.partial.data(), p.counter.data(), pos.data(),
+          a.cache_.k.data(), a.cache_.v.data(), int(x.dim(0)), int(3 * a.features()), int(a.features()),
+          int(a.cache_.context()), ln.eps());
+      };
+      fewQkvPlan_ = detail::FewRowsPlan(ctx.target(), 3 * C, C, BN, CH * KC, kFewRows);
+    });
+  }
+
   template <int HD> void requestAttention(Context &ctx) {
     auto pre = ctx.kernel<ops::AttentionPrefill<D, 64, 64, HD>>("attention_prefill");
     auto dec = ctx.kernel<ops::AttentionDecode<D, kChunk, HD, kChunk, kMaxSplits>>("attention_decode");
@@ -1163,6 +1303,11 @@ private:
                      const Tensor<D> &)>
       decodeQkv_;
   int decodeRows_ = 0; ///< steps of up to this many sequences run decodeQkv_
+  std::function<void(const CausalSelfAttention &, Context &, const Tensor<D> &, const Tensor<i32> &,
+                     const Tensor<D> &)>
+      fewQkv_;
+  detail::FewRowsPlan fewQkvPlan_;
+  int fewRows_ = 0; ///< steps of 2 to this many sequences (beyond decodeRows_) run fewQkv_
   using QkvSite = Tunable<const CausalSelfAttention &, Context &, const Tensor<D> &,
                           const Tensor<i32> &, const Tensor<D> &>;
   QkvSite qkv1_, qkv8_;
@@ -1288,20 +1433,33 @@ private:
 
 /// `logits = layernorm(x) @ wte^T`, the head tied to the embedding. One row
 /// (a decode step of one sequence) streams wte itself ([V, C]) with the
-/// one-row kernel, 2 to `few_rows` rows with ops::FewRowsLinear (also on
-/// wte: 39 us a launch at 8 rows on an H200 against 72 us for the 16-row
-/// product); more rows multiply by wte^T ([C, V]).
+/// one-row kernel after the layernorm; 2 to `few_rows` rows run the
+/// layernorm and the product in one launch of ops::FewRowsNormLinear (also
+/// on wte), or without `fuse_layernorm` the layernorm and then
+/// ops::FewRowsLinear (38 us a launch at 8 rows on an H200 against 68 us
+/// for cuBLAS); more rows multiply by wte^T ([C, V]).
 template <class D> class LmHead {
 public:
   template <int... W>
   LmHead(Context &ctx, LayerNorm<D> ln_f, Tensor<D> wte_t, Tensor<D> wte, Widths<W...> widths = {},
-         int few_rows = kFewRows)
+         int few_rows = kFewRows, bool fuse_layernorm = false)
       : ln_(std::move(ln_f)),
-        linear_(ctx, std::move(wte_t), Tensor<D>{}, std::move(wte), LinearOptions{"lm_head", 1, few_rows},
-                widths) {}
+        linear_(ctx, std::move(wte_t), Tensor<D>{}, std::move(wte),
+                LinearOptions{"lm_head", 1, fuse_layernorm ? 0 : few_rows}, widths) {
+    if (few_rows < 0 || few_rows > kFewRows)
+      throw Error(linear_.name() + ": few_rows must be 0 to " + std::to_string(kFewRows) + " (got " +
+                  std::to_string(few_rows) + ")");
+    if (fuse_layernorm && detail::fewRowsFor<D>(few_rows, !linear_.weight_t().empty())) {
+      few_ = detail::FewRowsNorm<D, Epilogue::None>(ctx, "lm_head", linear_.out_features(), linear_.in_features());
+      fewRows_ = few_rows;
+    }
+  }
   int64_t vocab() const { return linear_.out_features(); }
-  /// Tunes the head's product for normed.dim(0) rows (both tensors overwritten).
+  /// Tunes the head's product for normed.dim(0) rows (both tensors
+  /// overwritten); nothing for rows that run the fused few-row kernel.
   void tune(Context &ctx, const Tensor<D> &normed, const Tensor<D> &logits, bool cached_only = false) {
+    if (few_ && normed.dim(0) >= 2 && normed.dim(0) <= fewRows_)
+      return;
     ln_.tune(ctx, normed, normed, cached_only);
     linear_.tune(ctx, normed, logits, cached_only);
   }
@@ -1312,8 +1470,14 @@ public:
     linear_.tune_decode(ctx, normed, logits, cached_only);
   }
 
-  /// logits [R, V] of x [R, C], normalising into `normed` [R, C].
+  /// logits [R, V] of x [R, C], normalising into `normed` [R, C] (not
+  /// written by the fused few-row kernel).
   void operator()(Context &ctx, const Tensor<D> &x, const Tensor<D> &normed, const Tensor<D> &logits) const {
+    if (few_ && x.dim(0) >= 2 && x.dim(0) <= fewRows_) {
+      expect(x, {kAny, linear_.in_features()}, linear_.name(), "x");
+      expect(logits, {x.dim(0), vocab()}, linear_.name(), "logits");
+      return few_(ctx, ln_, linear_.weight_t(), linear_.bias(), x, logits);
+    }
     ln_(ctx, x, normed);
     linear_(ctx, normed, logits);
   }
@@ -1321,6 +1485,8 @@ public:
 private:
   LayerNorm<D> ln_;
   Linear<D, Epilogue::None> linear_;
+  detail::FewRowsNorm<D, Epilogue::None> few_;
+  int fewRows_ = 0;
 };
 
 struct SampleOptions {
