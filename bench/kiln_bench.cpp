@@ -109,6 +109,53 @@ template <int BLOCK, bool ONE> void BM_layernorm(benchmark::State &state) {
   }
 }
 
+/// A row-looping kernel (ops::SoftmaxRows, LayerNormRows) on a (rows, cols)
+/// f16 input and output, from the benchmark's arguments {rows, cols, warps,
+/// programs a multiprocessor (0: one program per block of ROWS rows)}.
+template <class K, int ROWS, int BLOCK> struct RowsRun {
+  int rows, cols;
+  cuda::DeviceBuffer<kiln::half> x, y;
+  Kernel<K> kernel;
+  Grid grid;
+  explicit RowsRun(benchmark::State &state)
+      : rows(int(state.range(0))), cols(int(state.range(1))),
+        x(random_device<kiln::half>(std::size_t(rows) * cols)), y(std::size_t(rows) * cols),
+        kernel(compile<K>(gpu(), options(state))), grid(1) {
+    int per_sm = int(state.range(3)), blocks = ceil_div(rows, ROWS);
+    grid = Grid(per_sm > 0 ? std::min(blocks, per_sm * cuda::multiprocessor_count()) : blocks);
+    state.SetLabel(std::to_string(ROWS) + " rows of BLOCK " + std::to_string(BLOCK) + ", " +
+                   std::to_string(state.range(2)) + " warps, " +
+                   (per_sm > 0 ? std::to_string(per_sm) + " programs an SM" : "a program per block of rows"));
+  }
+  static CompileOptions options(const benchmark::State &state) {
+    CompileOptions o;
+    o.num_warps = int(state.range(2));
+    return o;
+  }
+  /// Times `launch(kernel, grid)`; the bandwidth counts x read and y written.
+  template <class F> void time(benchmark::State &state, F launch) {
+    for (auto _ : state) {
+      double ms = cuda::time_ms([&] { launch(kernel, grid); });
+      report(state, ms, 2.0 * rows * cols * 2, 0);
+    }
+  }
+};
+
+template <int ROWS, int BLOCK> void BM_softmax_rows(benchmark::State &state) {
+  RowsRun<ops::SoftmaxRows<f16, ROWS, BLOCK>, ROWS, BLOCK> run(state);
+  run.time(state, [&](auto &k, Grid g) {
+    k.launch(g, run.x.data(), run.y.data(), run.rows, run.cols, run.cols, run.cols);
+  });
+}
+
+template <int ROWS, int BLOCK> void BM_layernorm_rows(benchmark::State &state) {
+  RowsRun<ops::LayerNormRows<f16, ROWS, BLOCK>, ROWS, BLOCK> run(state);
+  auto w = random_device<kiln::half>(run.cols), b = random_device<kiln::half>(run.cols);
+  run.time(state, [&](auto &k, Grid g) {
+    k.launch(g, run.x.data(), w.data(), b.data(), run.y.data(), run.rows, run.cols, run.cols, 1e-5f);
+  });
+}
+
 /// Operands of an (M, K) x (K, N) product with a bias, from the benchmark's
 /// arguments {M, K, N}.
 template <class T = kiln::half> struct Product {
@@ -426,6 +473,32 @@ BENCHMARK(BM_softmax<1024, false>)->Args({8192, 4096, 4})->Args({8192, 4096, 8})
 BENCHMARK(BM_softmax<4096, true>)->Args({8192, 4096, 8})->Args({8192, 4096, 16})
     ->UseManualTime()->Unit(benchmark::kMicrosecond)->Iterations(1);
 BENCHMARK(BM_softmax<1024, true>)->Args({32768, 1024, 4})->Args({32768, 1024, 8})
+    ->UseManualTime()->Unit(benchmark::kMicrosecond)->Iterations(1);
+BENCHMARK(BM_softmax<4096, false>)->Args({4096, 50257, 8})->Args({4096, 50257, 16})
+    ->UseManualTime()->Unit(benchmark::kMicrosecond)->Iterations(1);
+BENCHMARK(BM_softmax<8192, false>)->Args({4096, 50257, 8})->Args({4096, 50257, 16})
+    ->UseManualTime()->Unit(benchmark::kMicrosecond)->Iterations(1);
+// Short rows several at a time: {rows, cols, warps, programs an SM (0: a
+// program per block of rows)}.
+BENCHMARK(BM_softmax_rows<1, 4096>)->Args({8192, 4096, 8, 0})->Args({8192, 4096, 8, 4})
+    ->Args({8192, 4096, 16, 2})->UseManualTime()->Unit(benchmark::kMicrosecond)->Iterations(1);
+BENCHMARK(BM_softmax_rows<2, 4096>)->Args({8192, 4096, 8, 2})->Args({8192, 4096, 16, 1})
+    ->UseManualTime()->Unit(benchmark::kMicrosecond)->Iterations(1);
+BENCHMARK(BM_softmax_rows<2, 1024>)->Args({32768, 1024, 4, 0})->Args({32768, 1024, 4, 8})
+    ->UseManualTime()->Unit(benchmark::kMicrosecond)->Iterations(1);
+BENCHMARK(BM_softmax_rows<4, 1024>)->Args({32768, 1024, 4, 0})->Args({32768, 1024, 4, 4})
+    ->Args({32768, 1024, 8, 4})->Args({32768, 1024, 4, 8})->UseManualTime()->Unit(benchmark::kMicrosecond)->Iterations(1);
+BENCHMARK(BM_softmax_rows<8, 1024>)->Args({32768, 1024, 8, 2})->Args({32768, 1024, 8, 4})
+    ->UseManualTime()->Unit(benchmark::kMicrosecond)->Iterations(1);
+BENCHMARK(BM_layernorm_rows<4, 1024>)->Args({8192, 768, 4, 0})->Args({8192, 768, 4, 4})
+    ->Args({8192, 768, 4, 8})->UseManualTime()->Unit(benchmark::kMicrosecond)->Iterations(1);
+BENCHMARK(BM_layernorm_rows<4, 768>)->Args({8192, 768, 4, 0})->Args({8192, 768, 4, 4})
+    ->Args({8192, 768, 4, 8})->UseManualTime()->Unit(benchmark::kMicrosecond)->Iterations(1);
+BENCHMARK(BM_layernorm_rows<8, 768>)->Args({8192, 768, 8, 2})->Args({8192, 768, 8, 4})
+    ->UseManualTime()->Unit(benchmark::kMicrosecond)->Iterations(1);
+BENCHMARK(BM_layernorm_rows<1, 4096>)->Args({32768, 4096, 8, 0})->Args({32768, 4096, 8, 4})
+    ->Args({32768, 4096, 16, 2})->UseManualTime()->Unit(benchmark::kMicrosecond)->Iterations(1);
+BENCHMARK(BM_layernorm_rows<2, 4096>)->Args({32768, 4096, 8, 2})->Args({32768, 4096, 16, 1})
     ->UseManualTime()->Unit(benchmark::kMicrosecond)->Iterations(1);
 BENCHMARK(BM_layernorm<1024, true>)->Args({8192, 768, 4})->UseManualTime()->Unit(benchmark::kMicrosecond)->Iterations(1);
 BENCHMARK(BM_layernorm<1024, false>)->Args({32768, 4096, 8})->UseManualTime()->Unit(benchmark::kMicrosecond)->Iterations(1);

@@ -89,6 +89,8 @@ template <class D> void library(Report &r) {
   r.add<ops::Softmax<D, 1024, true>>();
   r.add<ops::LayerNorm<D, 1024>>();
   r.add<ops::LayerNorm<D, 1024, true>>();
+  r.add<ops::SoftmaxRows<D, 4, 1024>>();
+  r.add<ops::LayerNormRows<D, 4, 1024>>();
   r.add<ops::Embedding<D, 256>>();
   r.add<ops::KvWrite<D, 256>>();
   r.add<ops::GatherRows<D, 256>>();

@@ -58,6 +58,38 @@ LogicalResult Emitter::emitShape(Operation *op) {
   }
 }
 
+namespace {
+/// For a broadcast between blocked layouts: the source slot of each of a
+/// thread's destination elements, when every thread already holds the
+/// sources of its destination elements, at the same slots whatever the
+/// thread (a row of columns broadcast into rows dealt out in the same
+/// columns: w of a (1, BLOCK) load into (ROWS, BLOCK)). Nothing then moves.
+/// Checked for every thread and element: the layouts are static.
+std::optional<SmallVector<int64_t>> sameThreadSlots(ArrayRef<int64_t> src, ArrayRef<int64_t> dst, const Layout &ls,
+                                                    const Layout &ld, int64_t threads) {
+  SmallVector<int64_t> slots(ld.perThread, -1);
+  SmallVector<int64_t> idx(dst.size());
+  for (int64_t t = 0; t < threads; ++t)
+    for (int64_t j = 0; j < ld.perThread; ++j) {
+      // Blocked: slot j of thread t is flat element (g * T + t) * vec + v.
+      int64_t f = ((j / ld.vec) * threads + t) * ld.vec + j % ld.vec;
+      for (int64_t d = int64_t(dst.size()) - 1; d >= 0; --d) {
+        idx[d] = f % dst[d];
+        f /= dst[d];
+      }
+      int64_t e = 0;
+      for (std::size_t d = 0; d < dst.size(); ++d)
+        e = e * src[d] + (src[d] == 1 ? 0 : idx[d]);
+      int64_t group = e / ls.vec, holder = group % threads;
+      int64_t slot = (group / threads) * ls.vec + e % ls.vec;
+      if (holder != t || (slots[j] >= 0 && slots[j] != slot))
+        return std::nullopt;
+      slots[j] = slot;
+    }
+  return slots;
+}
+} // namespace
+
 LogicalResult Emitter::emitBroadcast(kiln::BroadcastOp bc) {
   auto src = bc.getSrc().getType();
   auto dst = bc.getType();
@@ -97,6 +129,12 @@ LogicalResult Emitter::emitBroadcast(kiln::BroadcastOp bc) {
     return f;
   };
   auto &out = values[bc];
+  if (ls.distributed && ld.distributed && src.getRank() == dst.getRank())
+    if (auto slots = sameThreadSlots(src.getShape(), dst.getShape(), ls, ld, threads)) {
+      for (int64_t s : *slots)
+        out.push_back(in[std::size_t(s)]);
+      return success();
+    }
   if (!ls.distributed && !ld.distributed) { // both replicated: a static gather
     for (int64_t j = 0; j < ld.perThread; ++j) {
       SmallVector<int64_t> idx(dst.getRank());

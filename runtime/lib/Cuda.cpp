@@ -185,6 +185,13 @@ std::string device_arch() {
   return major == 9 && minor == 0 ? arch + "a" : arch;
 }
 
+int multiprocessor_count() {
+  Driver &d = ready();
+  int sms = 0;
+  check(d.cuDeviceGetAttribute(&sms, 16, d.dev), "cuDeviceGetAttribute"); // CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT
+  return sms;
+}
+
 std::string device_name() {
   Driver &d = ready();
   char name[256] = {};

@@ -76,7 +76,8 @@ TEST_CASE_TEMPLATE("softmax matches the reference", T, float, half) {
   double tol = std::is_same_v<T, half> ? 2e-3 : 1e-6;
   auto looped = compile<ops::Softmax<D, 128>>(kCpu);
   auto one_pass = compile<ops::Softmax<D, 512, true>>(kCpu);
-  for (auto [rows, cols] : {std::pair{1, 1}, {3, 100}, {4, 128}, {5, 300}, {2, 512}, {7, 1000}}) {
+  auto by_rows = compile<ops::SoftmaxRows<D, 4, 512>>(kCpu);
+  for (auto [rows, cols] : {std::pair{1, 1}, {3, 100}, {4, 128}, {5, 300}, {2, 512}, {7, 1000}, {3, 1001}}) {
     CAPTURE(rows);
     CAPTURE(cols);
     auto x = test::random_vector<T>(std::size_t(rows) * cols, 3, -8, 8);
@@ -90,7 +91,50 @@ TEST_CASE_TEMPLATE("softmax matches the reference", T, float, half) {
     if (cols <= 512) {
       one_pass.launch(Grid(rows), dx(), dy2(), cols, cols, cols);
       check(dy2.fetch(), want, tol, tol);
+      // Several rows a program: one program for everything, two taking
+      // turns, one per block of rows.
+      for (int programs : {1, 2, int(ceil_div(rows, 4))}) {
+        CAPTURE(programs);
+        std::vector<T> y3(x.size(), T(-1.0f));
+        Mem dy3(y3);
+        by_rows.launch(Grid(programs), dx(), dy3(), rows, cols, cols, cols);
+        check(dy3.fetch(), want, tol, tol);
+      }
     }
+  }
+}
+
+TEST_CASE_TEMPLATE("softmax of rows with their own strides", T, float, half) {
+  // Odd strides: most rows start off a 16-byte boundary, where the looped
+  // variant starts its sweeps before column 0.
+  using D = std::conditional_t<std::is_same_v<T, float>, f32, f16>;
+  double tol = std::is_same_v<T, half> ? 2e-3 : 1e-6;
+  auto looped = compile<ops::Softmax<D, 64>>(kCpu);
+  auto by_rows = compile<ops::SoftmaxRows<D, 2, 256>>(kCpu);
+  const int rows = 9, cols = 201, xs = 211, ys = 203;
+  auto x = test::random_vector<T>(std::size_t(rows) * xs, 7, -8, 8);
+  std::vector<T> packed;
+  for (int r = 0; r < rows; ++r)
+    packed.insert(packed.end(), x.begin() + r * xs, x.begin() + r * xs + cols);
+  auto want = ref::softmax(packed, rows, cols);
+  for (int variant = 0; variant < 2; ++variant) {
+    CAPTURE(variant);
+    std::vector<T> y(std::size_t(rows) * ys, T(-1.0f));
+    Mem dx(x);
+    Mem dy(y);
+    if (variant == 0)
+      looped.launch(Grid(rows), dx(), dy(), cols, xs, ys);
+    else
+      by_rows.launch(Grid(3), dx(), dy(), rows, cols, xs, ys);
+    auto got = dy.fetch();
+    std::vector<T> inside;
+    for (int r = 0; r < rows; ++r) {
+      inside.insert(inside.end(), got.begin() + r * ys, got.begin() + r * ys + cols);
+      // Nothing written between rows.
+      for (int k = cols; k < ys; ++k)
+        CHECK(float(got[std::size_t(r * ys + k)]) == -1.0f);
+    }
+    check(inside, want, tol, tol);
   }
 }
 
@@ -99,6 +143,7 @@ TEST_CASE_TEMPLATE("softmax of non-finite rows is PyTorch's", T, float, half) {
   // Both variants, with rows longer than one block for the looped one.
   auto looped = compile<ops::Softmax<D, 32>>(kCpu);
   auto one_pass = compile<ops::Softmax<D, 128, true>>(kCpu);
+  auto by_rows = compile<ops::SoftmaxRows<D, 2, 128>>(kCpu);
   const int cols = 100;
   const float inf = INFINITY, nan = NAN;
   std::vector<std::vector<float>> rows = {
@@ -140,6 +185,10 @@ TEST_CASE_TEMPLATE("softmax of non-finite rows is PyTorch's", T, float, half) {
   check(dy.fetch(), want, tol, tol);
   one_pass.launch(Grid(R), dx(), dy2(), cols, cols, cols);
   check(dy2.fetch(), want, tol, tol);
+  std::vector<T> y3(x.size(), T(-1.0f));
+  Mem dy3(y3);
+  by_rows.launch(Grid(2), dx(), dy3(), R, cols, cols, cols);
+  check(dy3.fetch(), want, tol, tol);
 }
 
 TEST_CASE_TEMPLATE("layernorm matches the reference", T, float, half) {
@@ -147,7 +196,8 @@ TEST_CASE_TEMPLATE("layernorm matches the reference", T, float, half) {
   double tol = std::is_same_v<T, half> ? 1e-2 : 1e-5;
   auto looped = compile<ops::LayerNorm<D, 128>>(kCpu);
   auto one_pass = compile<ops::LayerNorm<D, 1024, true>>(kCpu);
-  for (auto [rows, n] : {std::pair{1, 1}, {3, 100}, {4, 128}, {2, 768}, {3, 1000}}) {
+  auto by_rows = compile<ops::LayerNormRows<D, 4, 1024>>(kCpu);
+  for (auto [rows, n] : {std::pair{1, 1}, {3, 100}, {4, 128}, {2, 768}, {3, 1000}, {9, 768}}) {
     CAPTURE(rows);
     CAPTURE(n);
     auto x = test::random_vector<T>(std::size_t(rows) * n, 4, -3, 5);
@@ -163,6 +213,13 @@ TEST_CASE_TEMPLATE("layernorm matches the reference", T, float, half) {
     check(dy.fetch(), want, tol, tol);
     one_pass.launch(Grid(rows), dx(), dw(), db(), dy2(), n, n, 1e-5);
     check(dy2.fetch(), want, tol, tol);
+    for (int programs : {1, 2, int(ceil_div(rows, 4))}) {
+      CAPTURE(programs);
+      std::vector<T> y3(x.size(), T(-1.0f));
+      Mem dy3(y3);
+      by_rows.launch(Grid(programs), dx(), dw(), db(), dy3(), rows, n, n, 1e-5);
+      check(dy3.fetch(), want, tol, tol);
+    }
   }
 }
 
@@ -699,6 +756,31 @@ TEST_CASE("row argmax finds the first maximum and advances the position") {
   k.launch(Grid(R), dl(), dn(), dpos(), V, V, 1);
   CHECK(dn.fetch() == std::vector<int32_t>{999, 10, 0});
   CHECK(dpos.fetch() == std::vector<int32_t>{6, 7, 8});
+}
+
+TEST_CASE("row argmax over rows of an odd stride") {
+  // Rows of 1003 halves: all but the first start off a 16-byte boundary,
+  // and the sweep starts before column 0 of those.
+  auto k = compile<ops::ArgmaxRows<f16, 256>>(kCpu);
+  const int R = 9, V = 1001, ld = 1003;
+  std::vector<half> logits(std::size_t(R) * ld, half(99.0f)); // the padding is never read
+  for (int r = 0; r < R; ++r)
+    for (int c = 0; c < V; ++c)
+      logits[std::size_t(r * ld + c)] = half(float((r * 31 + c * 7919) % 1009) / 100.f - 20.f);
+  std::vector<int32_t> want(R);
+  for (int r = 0; r < R; ++r) {
+    int c = r % 3 == 0 ? 0 : r % 3 == 1 ? V - 1 : 5 + r;
+    logits[std::size_t(r * ld + c)] = half(40.0f);
+    if (r % 3 == 2)
+      logits[std::size_t(r * ld + c + 100)] = half(40.0f); // a tie: the first wins
+    want[std::size_t(r)] = c;
+  }
+  std::vector<int32_t> next(R, -1), pos(R, 0);
+  Mem dl(logits);
+  Mem dn(next);
+  Mem dpos(pos);
+  k.launch(Grid(R), dl(), dn(), dpos(), V, ld, 1);
+  CHECK(dn.fetch() == want);
 }
 
 namespace {

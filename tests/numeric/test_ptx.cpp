@@ -93,12 +93,20 @@ long shared_bytes(const std::string &ptx) {
 
 TEST_CASE("vector add") { check_kernel<ops::VecAdd<f16, 1024>>(); }
 TEST_CASE("softmax") {
-  check_kernel<ops::Softmax<f16, 1024>>();
+  // The online sweeps start at a 16-byte boundary: whole-vector accesses.
+  std::string online = check_kernel<ops::Softmax<f16, 1024>>("ld.global.v4.b32");
+  CHECK(online.find("st.global.v4.b32") != std::string::npos);
   check_kernel<ops::Softmax<f32, 512, true>>();
+  // Short rows several at a time: 16-byte loads and stores, and no spills.
+  std::string rows = check_kernel<ops::SoftmaxRows<f16, 4, 1024>>("ld.global.v4.b32");
+  CHECK(rows.find("st.global.v4.b32") != std::string::npos);
+  CHECK(spill_stores(rows, "softmax_rows") == 0);
 }
 TEST_CASE("layernorm") {
   check_kernel<ops::LayerNorm<f16, 1024>>();
   check_kernel<ops::LayerNorm<f16, 1024, true>>();
+  std::string rows = check_kernel<ops::LayerNormRows<f16, 4, 1024>>("ld.global.v4.b32");
+  CHECK(spill_stores(rows, "layernorm_rows") == 0);
 }
 TEST_CASE("matmul") {
   // f16 dot runs on tensor cores; f32 uses the FMA path.
@@ -154,7 +162,8 @@ TEST_CASE("GPT-2 kernels") {
             .find("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32") != std::string::npos);
   check_kernel<ops::SampleRows<bf16, 1024>>();
   // Row argmax: (value, index) pairs through warp shuffles.
-  check_kernel<ops::ArgmaxRows<f16, 1024>>("shfl.sync.bfly");
+  CHECK(check_kernel<ops::ArgmaxRows<f16, 1024>>("shfl.sync.bfly").find("ld.global.v4.b32") !=
+        std::string::npos); // logits in 16-byte loads, at any row stride
   CompileOptions wide; // the model's: the whole vocabulary in one sweep
   wide.num_warps = 32;
   check_kernel<ops::ArgmaxRows<f16, 65536>>("shfl.sync.bfly", wide);

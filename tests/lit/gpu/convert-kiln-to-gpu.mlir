@@ -103,6 +103,38 @@ func.func @test_broadcast(%x: !kiln.ptr<f32>) attributes {kiln.kernel} {
 
 // -----
 
+// A row broadcast into rows dealt out in the same columns moves nothing:
+// with 16-byte groups of f16, thread t holds columns 8t..8t+7 of the
+// (1, 256) row and of both rows of the (2, 256) tile, so each of its 16
+// destination elements is one of its own 8 (no shared memory, no barrier).
+// CHECK-LABEL: gpu.func @test_broadcast_rows_in_place
+// CHECK-NOT: gpu.barrier
+// CHECK-NOT: !llvm.ptr<3>
+// CHECK: gpu.return
+func.func @test_broadcast_rows_in_place(%x: !kiln.ptr<f16>, %y: !kiln.ptr<f16>) attributes {kiln.kernel} {
+  %r = kiln.make_range 0 to 256 : tensor<256xi32>
+  %xs = kiln.splat %x : tensor<256x!kiln.ptr<f16>>
+  %p = kiln.addptr %xs, %r : tensor<256x!kiln.ptr<f16>>, tensor<256xi32>
+  %v = kiln.load %p : tensor<256x!kiln.ptr<f16>>
+  %e = math.exp %v : tensor<256xf16>
+  %c = kiln.expand_dims %e {axis = 0 : i32} : tensor<256xf16> -> tensor<1x256xf16>
+  %b = kiln.broadcast %c : tensor<1x256xf16> -> tensor<2x256xf16>
+  %rows = kiln.make_range 0 to 2 : tensor<2xi32>
+  %rows1 = kiln.expand_dims %rows {axis = 1 : i32} : tensor<2xi32> -> tensor<2x1xi32>
+  %c256 = arith.constant dense<256> : tensor<2x1xi32>
+  %starts = arith.muli %rows1, %c256 : tensor<2x1xi32>
+  %starts2 = kiln.broadcast %starts : tensor<2x1xi32> -> tensor<2x256xi32>
+  %cols = kiln.expand_dims %r {axis = 0 : i32} : tensor<256xi32> -> tensor<1x256xi32>
+  %cols2 = kiln.broadcast %cols : tensor<1x256xi32> -> tensor<2x256xi32>
+  %offs = arith.addi %starts2, %cols2 : tensor<2x256xi32>
+  %ys = kiln.splat %y : tensor<2x256x!kiln.ptr<f16>>
+  %py = kiln.addptr %ys, %offs : tensor<2x256x!kiln.ptr<f16>>, tensor<2x256xi32>
+  kiln.store %py, %b : tensor<2x256x!kiln.ptr<f16>>
+  return
+}
+
+// -----
+
 // Index arithmetic is recomputed where it is broadcast (no shared memory),
 // and a row sum along the last axis is a warp shuffle (16 lanes per row of
 // 64 f32 in groups of 4: the load is contiguous, so kiln-coalesce makes each

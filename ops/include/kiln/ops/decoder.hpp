@@ -93,10 +93,11 @@ template <class T, int BLOCK> struct ArgmaxRows {
     auto r = program_id(0);
     auto cols = arange<BLOCK>();
     auto init = std::tuple{full<f32, BLOCK>(-3.0e38f), zeros<i32, BLOCK>()};
+    auto start = detail::aligned_first_column<T>(r * ld); // 16-byte loads at any ld
     auto [best, at] =
-        for_range(0, V, BLOCK, init, [&](I32 c0, Tile<f32, BLOCK> best, Tile<i32, BLOCK> at) {
+        for_range(start, V, BLOCK, init, [&](I32 c0, Tile<f32, BLOCK> best, Tile<i32, BLOCK> at) {
           auto c = c0 + cols;
-          auto x = cast<f32>(load(logits + r * ld + c, c < V, -3.0e38f));
+          auto x = cast<f32>(load(logits + r * ld + c, (c >= 0) & (c < V), -3.0e38f));
           auto better = x > best; // strict: a lane keeps its first maximum
           return std::tuple{where(better, x, best), where(better, c, at)};
         });

@@ -1,4 +1,4 @@
-//===- launch.hpp - how the kernels of a chain start ----------------------===//
+//===- launch.hpp - how kernels start, and where their row sweeps start ---===//
 #pragma once
 
 #include "kiln/kiln.hpp"
@@ -13,6 +13,17 @@ namespace kiln::ops::detail {
 inline void wait_for_previous_kernel() {
   launch_dependents();
   grid_dependency_wait();
+}
+
+/// The column, at or before 0, from which a sweep over a row of T that
+/// starts `offset` elements into a 16-byte aligned buffer meets 16-byte
+/// boundaries. Sweeping from there (columns below 0 masked off) reads and
+/// writes whole 16-byte vectors whatever the row stride: rows of 50257
+/// halves would otherwise all but one start off a boundary and be read two
+/// bytes at a time.
+template <class T> I32 aligned_first_column(I32 offset) {
+  constexpr int kVec = 16 / int(sizeof(typename T::host));
+  return -(offset % kVec);
 }
 
 } // namespace kiln::ops::detail

@@ -55,4 +55,42 @@ template <class T, int BLOCK, bool ONE_PASS = false> struct LayerNorm {
   }
 };
 
+/// Layer normalisation of rows of at most BLOCK elements, ROWS of them at a
+/// time, with the schedule of SoftmaxRows: program p of G takes rows
+/// [p * ROWS, (p + 1) * ROWS), then those G * ROWS further on, loading its
+/// next rows before it reduces and writes the current ones; w and b are
+/// loaded once a program, before it waits for the kernel launched before it
+/// (programmatic dependent launch), which must therefore not write them. Any grid is correct; as many programs as fit on
+/// the GPU at once is the fast one. Same results as LayerNorm.
+template <class T, int ROWS, int BLOCK> struct LayerNormRows {
+  static constexpr bool feasible(int warps, int stages, int schedule) {
+    return schedule == 0 && stages == 2 && ROWS * BLOCK >= warps * 32;
+  }
+  void operator()(Ptr<T> x, Ptr<T> w, Ptr<T> b, Ptr<T> y, I32 n_rows, I32 n, I32 stride, F32 eps) const {
+    auto r = expand_dims<1>(arange<ROWS>());  // (ROWS, 1)
+    auto c = expand_dims<0>(arange<BLOCK>()); // (1, BLOCK)
+    auto in_row = c < n;
+    auto nf = cast<f32>(n);
+    auto wv = cast<f32>(load(w + c, in_row, 0));
+    auto bv = cast<f32>(load(b + c, in_row, 0));
+    auto step = num_programs(0) * ROWS;
+    auto block = [&](I32 first) {
+      auto rows = first + r;
+      return load(x + rows * stride + c, (rows < n_rows) & in_row, 0);
+    };
+    detail::wait_for_previous_kernel();
+    auto first = program_id(0) * ROWS;
+    for_range(first, n_rows, step, block(first), [&](I32 at, Tile<T, ROWS, BLOCK> here) {
+      auto next = block(at + step);
+      auto v = cast<f32>(here);
+      auto mean = expand_dims<1>(sum<1>(v)) / nf;
+      auto d = where(in_row, v - mean, 0.0f);
+      auto rstd = rsqrt(expand_dims<1>(sum<1>(d * d)) / nf + eps);
+      auto rows = at + r;
+      store(y + rows * stride + c, cast<T>(d * rstd * wv + bv), (rows < n_rows) & in_row);
+      return next;
+    });
+  }
+};
+
 } // namespace kiln::ops

@@ -2,6 +2,7 @@
 #pragma once
 
 #include "kiln/kiln.hpp"
+#include "kiln/ops/launch.hpp"
 
 namespace kiln::ops {
 
@@ -9,6 +10,10 @@ namespace kiln::ops {
 /// row (grid: rows). With ONE_PASS the row must fit one block (n_cols <=
 /// BLOCK) and is read once; otherwise any n_cols works: a first sweep keeps a
 /// running max and rescaled sum per lane (online softmax), a second writes.
+/// The sweeps start at the 16-byte boundary at or before the row's first
+/// column, so that rows of any stride (50257 halves, say) are read and
+/// written with vector accesses, and load the next block of columns before
+/// working on this one.
 /// Non-finite inputs give what torch.softmax gives: NaN for a row that is all
 /// -inf or holds +inf or NaN; -inf entries of other rows give 0.
 template <class T, int BLOCK, bool ONE_PASS = false> struct Softmax {
@@ -23,30 +28,63 @@ template <class T, int BLOCK, bool ONE_PASS = false> struct Softmax {
       auto e = exp(v - max(v));
       store(y_row + cols, cast<T>(e / sum(e)), mask);
     } else {
+      auto first = detail::aligned_first_column<T>(row * x_stride);
+      auto chunk = [&](I32 start) {
+        auto c = start + cols;
+        return load(x_row + c, (c >= 0) & (c < n_cols), -inf);
+      };
       // Online softmax per lane: a running max m and the sum s of exp(v - m).
       // A lane whose max is still -inf (all its values -inf, or no column
       // yet) holds s = 0: exp(-inf - -inf) would be NaN. Everything else
       // follows PyTorch: a row of -inf, or with +inf or NaN, gives NaN.
-      auto [m, s] = for_range(
-          0, n_cols, BLOCK, std::tuple(full<f32, BLOCK>(-inf), zeros<f32, BLOCK>()),
-          [&](I32 start, Tile<f32, BLOCK> m, Tile<f32, BLOCK> s) {
-            auto c = start + cols;
-            auto mask = c < n_cols;
-            auto v = cast<f32>(load(x_row + c, mask, -inf));
+      auto [m, s, unused] = for_range(
+          first, n_cols, BLOCK, std::tuple(full<f32, BLOCK>(-inf), zeros<f32, BLOCK>(), chunk(first)),
+          [&](I32 start, Tile<f32, BLOCK> m, Tile<f32, BLOCK> s, Tile<T, BLOCK> here) {
+            auto next = chunk(start + BLOCK);
+            auto v = cast<f32>(here);
             auto m_new = maximum(m, v);
             auto s_new = s * exp(m - m_new) + exp(v - m_new);
-            return std::tuple(m_new, where(m_new == -inf, 0.0, s_new));
+            return std::tuple(m_new, where(m_new == -inf, 0.0, s_new), next);
           });
       auto row_max = max(m);
       auto row_sum = sum(where(m == -inf, 0.0, s * exp(m - row_max)));
       auto inv = 1.0f / row_sum;
-      for_range(0, n_cols, BLOCK, [&](I32 start) {
+      for_range(first, n_cols, BLOCK, chunk(first), [&](I32 start, Tile<T, BLOCK> here) {
+        auto next = chunk(start + BLOCK);
         auto c = start + cols;
-        auto mask = c < n_cols;
-        auto v = cast<f32>(load(x_row + c, mask));
-        store(y_row + c, cast<T>(exp(v - row_max) * inv), mask);
+        store(y_row + c, cast<T>(exp(cast<f32>(here) - row_max) * inv), (c >= 0) & (c < n_cols));
+        return next;
       });
     }
+  }
+};
+
+/// Softmax of short rows (n_cols <= BLOCK), ROWS of them at a time: program
+/// p of a grid of G takes rows [p * ROWS, (p + 1) * ROWS), then the ROWS
+/// rows G * ROWS further on, and so on, loading its next rows before it
+/// reduces and writes the current ones. Any grid is correct; as many
+/// programs as fit on the GPU at once (`cuda::multiprocessor_count()` times
+/// the programs a multiprocessor holds) keeps every memory channel busy
+/// without a tail of half-empty waves. Same results as Softmax.
+template <class T, int ROWS, int BLOCK> struct SoftmaxRows {
+  void operator()(Ptr<T> x, Ptr<T> y, I32 n_rows, I32 n_cols, I32 x_stride, I32 y_stride) const {
+    auto r = expand_dims<1>(arange<ROWS>());  // (ROWS, 1)
+    auto c = expand_dims<0>(arange<BLOCK>()); // (1, BLOCK)
+    auto in_row = c < n_cols;
+    auto step = num_programs(0) * ROWS;
+    auto block = [&](I32 first) {
+      auto rows = first + r;
+      return load(x + rows * x_stride + c, (rows < n_rows) & in_row, -inf);
+    };
+    auto first = program_id(0) * ROWS;
+    for_range(first, n_rows, step, block(first), [&](I32 at, Tile<T, ROWS, BLOCK> here) {
+      auto next = block(at + step);
+      auto v = cast<f32>(here);
+      auto e = exp(v - expand_dims<1>(max<1>(v)));
+      auto rows = at + r;
+      store(y + rows * y_stride + c, cast<T>(e / expand_dims<1>(sum<1>(e))), (rows < n_rows) & in_row);
+      return next;
+    });
   }
 };
 

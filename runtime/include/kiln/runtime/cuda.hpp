@@ -22,6 +22,9 @@ bool available(std::string *why = nullptr);
 std::string device_name();
 /// "sm_80", "sm_90a", ... for device 0 (sm_90 reported as sm_90a).
 std::string device_arch();
+/// Streaming multiprocessors of device 0 (132 on an H200): the unit for
+/// sizing grids of programs that loop over their work (ops::SoftmaxRows).
+int multiprocessor_count();
 void synchronize();
 
 void *malloc_device(std::size_t bytes);

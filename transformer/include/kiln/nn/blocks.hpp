@@ -181,6 +181,13 @@ template <class D> bool fewRowsFor(int few_rows, bool haveWeightT) {
   return !std::is_same_v<D, f32> && few_rows >= 2 && haveWeightT;
 }
 
+/// Blocks take few_rows from 0 (no few-row kernels) to kFewRows.
+inline void checkFewRows(int few_rows, int most, const std::string &block) {
+  if (few_rows < 0 || few_rows > most)
+    throw Error(block + ": few_rows must be 0 to " + std::to_string(most) + " (got " + std::to_string(few_rows) +
+                ")");
+}
+
 /// Calls f.template operator()<BN, KC, C>(warps) with the panel of a
 /// few-row product of N output columns, as ranked on an H200 by
 /// kiln_bench's BM_few_rows (12 shapes of panel, 1-8 warps, at GPT-2's
@@ -365,7 +372,7 @@ struct LinearOptions {
   /// the weight as [N, K] (`weight_t`) and K among the block's nn::Widths.
   int decode_rows = kDecodeRows;
   /// Products of 2 to this many rows (at most kFewRows; a decode step of a
-  /// batch) run ops::FewRowsLinear on GPUs for 16-bit types when the weight
+  /// batch) run ops::FewRowsLinear for 16-bit types, on any target, when the weight
   /// is also given as [N, K] (`weight_t`): the weight is the tensor cores'
   /// wide operand, and each program loads its whole panel of it before
   /// waiting on the previous kernel; 0: they run the prefill products.
@@ -432,9 +439,7 @@ public:
       if constexpr (kPlain)
         cpuFew_ = ctx.kernel<CpuFew>(role + "_few");
     }
-    if (options_.few_rows < 0 || options_.few_rows > kFewRows)
-      throw Error(name_ + ": few_rows must be 0 to " + std::to_string(kFewRows) + " (got " +
-                  std::to_string(options_.few_rows) + ")");
+    detail::checkFewRows(options_.few_rows, kFewRows, name_);
     if (!weightT_.empty())
       expect(weightT_, {out_features(), in_features()}, name_, "weight_t");
     if (detail::fewRowsFor<D>(options_.few_rows, !weightT_.empty()))
@@ -771,9 +776,7 @@ public:
     if (ln_.features() != linear_.in_features())
       throw Error("nn::NormLinear: a layernorm of " + std::to_string(ln_.features()) +
                   " features before " + linear_.name());
-    if (options.few_rows < 0 || options.few_rows > kFewRows)
-      throw Error(linear_.name() + ": few_rows must be 0 to " + std::to_string(kFewRows) + " (got " +
-                  std::to_string(options.few_rows) + ")");
+    detail::checkFewRows(options.few_rows, kFewRows, linear_.name());
     if constexpr (E != Epilogue::BiasResidual)
       if (fusesFew(options, weight_t)) {
         few_ = detail::FewRowsNorm<D, E>(ctx, options.role, linear_.out_features(), linear_.in_features());
@@ -996,11 +999,10 @@ public:
                   " positions is longer than decode attention's " +
                   std::to_string(kChunk * kMaxSplits));
     kvWrite_ = ctx.kernel<ops::KvWrite<D, 256>>("kv_write");
-    if (few_rows < 0 || few_rows > kFewRows)
-      throw Error(name + ": few_rows must be 0 to " + std::to_string(kFewRows) + " (got " +
-                  std::to_string(few_rows) + ")");
-    if (fuse_layernorm && detail::fewRowsFor<D>(few_rows, !qkvT_.empty())) {
+    detail::checkFewRows(few_rows, kFewRows, name);
+    if (!qkvT_.empty())
       expect(qkvT_, {3 * C, C}, name, "w_qkv_t");
+    if (fuse_layernorm && detail::fewRowsFor<D>(few_rows, !qkvT_.empty())) {
       prepareFewQkv(ctx);
       fewRows_ = few_rows;
     }
@@ -1013,7 +1015,6 @@ public:
       throw Error(name + ": head_dim " + std::to_string(head_dim()) + " (16, 32, 64 or 128)");
     }
     if (!qkvT_.empty()) {
-      expect(qkvT_, {3 * C, C}, name, "w_qkv_t");
       decodeRows_ = decode_rows >= kDecodeRows ? kDecodeRows : decode_rows >= 1 ? 1 : 0;
       bool built = detail::withWidth(C, [&]<int K>() {
         auto one = ctx.kernel<ops::DecodeQkv<D, 1, 8, K, 256>>("decode_qkv1");
@@ -1446,9 +1447,7 @@ public:
       : ln_(std::move(ln_f)),
         linear_(ctx, std::move(wte_t), Tensor<D>{}, std::move(wte),
                 LinearOptions{"lm_head", 1, fuse_layernorm ? 0 : few_rows}, widths) {
-    if (few_rows < 0 || few_rows > kFewRows)
-      throw Error(linear_.name() + ": few_rows must be 0 to " + std::to_string(kFewRows) + " (got " +
-                  std::to_string(few_rows) + ")");
+    detail::checkFewRows(few_rows, kFewRows, linear_.name());
     if (fuse_layernorm && detail::fewRowsFor<D>(few_rows, !linear_.weight_t().empty())) {
       few_ = detail::FewRowsNorm<D, Epilogue::None>(ctx, "lm_head", linear_.out_features(), linear_.in_features());
       fewRows_ = few_rows;
