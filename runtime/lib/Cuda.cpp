@@ -188,7 +188,8 @@ std::string device_arch() {
 int multiprocessor_count() {
   Driver &d = ready();
   int sms = 0;
-  check(d.cuDeviceGetAttribute(&sms, 16, d.dev), "cuDeviceGetAttribute"); // CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT
+  check(d.cuDeviceGetAttribute(&sms, 16 /* CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT */, d.dev),
+        "cuDeviceGetAttribute");
   return sms;
 }
 
@@ -450,7 +451,6 @@ std::vector<TensorMapRecipe> tensorMapsOf(const std::string &ptx) {
 }
 constexpr int kMaxSharedPerBlockOptin = 97;    // CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN
 constexpr int kMaxDynamicSharedSizeBytes = 8;  // CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES
-constexpr int kMultiprocessorCount = 16;       // CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT
 } // namespace
 
 GpuExecutable::GpuExecutable(std::string ptx, std::string name, int threads)
@@ -528,10 +528,9 @@ bool GpuExecutable::launch(const Grid &grid, std::span<const Param> params,
                   "cuFuncSetAttribute");
     }
     if (state_->virtualGrid >= 0) {
-      int perSm = 0, sms = 0;
+      int perSm = 0, sms = cuda::multiprocessor_count();
       cuda::check(d.cuOccupancyMaxActiveBlocksPerMultiprocessor(&perSm, function, threads_, sharedBytes_),
                   "cuOccupancyMaxActiveBlocksPerMultiprocessor");
-      cuda::check(d.cuDeviceGetAttribute(&sms, kMultiprocessorCount, d.dev), "cuDeviceGetAttribute");
       if (perSm < 1)
         throw Error("kiln: kernel '" + name_ + "' cannot run on this GPU (no program fits on a multiprocessor)");
       state_->resident = unsigned(perSm * sms);
