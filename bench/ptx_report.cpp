@@ -116,6 +116,7 @@ template <class D> void library(Report &r) {
   r.add<ops::FewRowsNormLinear<D, 16, 32, 256, 3, ops::Epilogue::None>>(4);
   r.add<ops::FewRowsNormLinear<D, 16, 16, 128, 2, ops::Epilogue::Bias>>(2);
   r.add<ops::FewRowsQkv<D, 16, 32, 128, 3>>(4);
+  r.add<ops::FewRowsQkv<D, 16, 32, 256, 3, false>>(4); // after a layernorm launch
   // Tensor-core products: the decoder's prefill tiles and kiln_bench's.
   r.add<ops::Matmul<D, 64, 64, 32>>();
   r.add<ops::Matmul<D, 64, 64, 32>>(4, 3);
@@ -147,7 +148,8 @@ template <class D> void library(Report &r) {
   r.add<ops::AttentionPrefill<D, 64, 64, 128>>();
   r.add<ops::AttentionPrefill<D, 128, 64, 64>>(8);
   r.add<ops::AttentionPrefill<D, 128, 64, 128>>(8);
-  r.add<ops::AttentionDecode<D, 64, 64, 64, 32>>();
+  r.add<ops::AttentionDecode<D, 32, 64, 32>>();
+  r.add<ops::AttentionDecode<D, 32, 64, 4>>(8);
 }
 
 } // namespace

@@ -465,13 +465,15 @@ TEST_CASE("fp16 batches decode alike on the few-row products and on the prefill 
     float hi = *std::max_element(g.last.begin(), g.last.end());
     double bound = 2e-2 * double(hi - lo);
     auto out = model.generate(std::vector<std::vector<int32_t>>(5, g.prompt), go);
-    bool listed = false, fusedQkv = false;
+    bool listed = false, fusedQkv = false, plainQkv = false;
     for (const auto &k : model.explain().kernels) {
       listed = listed || k.role.ends_with("_few");
       fusedQkv = fusedQkv || k.role == "qkv_ln_few";
+      plainQkv = plainQkv || k.role == "qkv_few"; // QKV and the cache write after a layernorm launch
     }
     CHECK(listed == (few > 0));
     CHECK(fusedQkv == (few > 0 && fuse));
+    CHECK(plainQkv == (few > 0 && !fuse));
     for (const auto &seq : out) {
       CHECK(seq == out.front());
       std::size_t checked = 0;

@@ -13,7 +13,10 @@
 #include "kiln/nn/blocks.hpp"
 #include "kiln/ops/reference.hpp"
 
+#include <algorithm>
 #include <cmath>
+#include <filesystem>
+#include <fstream>
 #include <random>
 
 using namespace kiln;
@@ -259,6 +262,17 @@ void checkAttention(bool tuned) {
     attn.decode(ctx, row, at, ws.rows(1));
     checkClose(row.to_host(), std::vector<double>(want.begin() + t * C, want.begin() + (t + 1) * C), 1e-4);
   }
+  // A workspace with room for fewer decode attention parts than the block's
+  // kernels may write is refused before anything is launched.
+  nn::Workspace<f32> small(target(), T, C, 1, H, 4, C / H);
+  nn::Tensor<f32> row(target(), {1, C}, std::span<const float>(xs.data(), std::size_t(C)));
+  nn::Tensor<i32> at(target(), {1}, std::vector<int32_t>{P});
+  int before = ctx.launches();
+  CHECK_THROWS_WITH_AS(attn.decode(ctx, row, at, small.rows(1)),
+                       "nn::CausalSelfAttention: ws.parts has shape [1, 4, 4, 18]; this decode step needs at "
+                       "least [1, 4, 32, 18] (a Workspace of splits() splits)",
+                       Error);
+  CHECK(ctx.launches() == before);
 }
 } // namespace
 
@@ -322,7 +336,7 @@ TEST_CASE("fp16 steps of 2 to 16 rows: layernorm and product in one launch, QKV 
     return nn::CausalSelfAttention<f16>(ctx, ln(51), wqkv, bqkv, transposed(wqkv), std::move(proj), int(H),
                                         nn::KvCache<f16>(target(), B, T, C), nn::Widths<C>{}, 1, few, fuse);
   };
-  // And with the layernorm, ops::FewRowsLinear and the cache write apart.
+  // And with the layernorm as its own launch before ops::FewRowsQkv.
   nn::CausalSelfAttention<f16> attn = attention(16, true), attn0 = attention(0, true),
                                apart = attention(16, false);
   ctx.compile();
@@ -334,7 +348,7 @@ TEST_CASE("fp16 steps of 2 to 16 rows: layernorm and product in one launch, QKV 
   CHECK_FALSE(fc0.few(5));
   CHECK(attn.fewQkv(B));
   CHECK_FALSE(attn0.fewQkv(B));
-  CHECK_FALSE(apart.fewQkv(B));
+  CHECK(apart.fewQkv(B));
 
   for (int64_t M : {2, 5, 16}) {
     CAPTURE(M);
@@ -368,10 +382,13 @@ TEST_CASE("fp16 steps of 2 to 16 rows: layernorm and product in one launch, QKV 
   nn::Tensor<f16> prompt = halfTensor({R, C}, 70), step = halfTensor({B, C}, 71);
   nn::Tensor<i32> at(target(), {B}, lengths);
   std::vector<std::vector<float>> rows, ks, vs;
+  std::vector<int> launches;
   for (const nn::CausalSelfAttention<f16> *a : {&attn, &attn0, &apart}) {
     nn::Tensor<f16> x(target(), {R, C}, prompt.to_host()), y(target(), {B, C}, step.to_host());
     a->prefill(ctx, x, packing, ws);
+    int before = ctx.launches();
     a->decode(ctx, y, at, ws.rows(B));
+    launches.push_back(ctx.launches() - before);
     rows.push_back(floats(y));
     ks.push_back(floats(a->cache().k));
     vs.push_back(floats(a->cache().v));
@@ -381,6 +398,11 @@ TEST_CASE("fp16 steps of 2 to 16 rows: layernorm and product in one launch, QKV 
   checkClose(vs[0], doubles(vs[1]), tol);
   checkClose(rows[2], doubles(rows[1]), tol);
   checkClose(ks[2], doubles(ks[1]), tol);
+  checkClose(vs[2], doubles(vs[1]), tol);
+  // QKV with the cache write, attention, projection; the layernorm apart
+  // adds its launch; the prefill kernels also launch the layernorm and the
+  // cache write.
+  CHECK(launches == std::vector<int>{3, 5, 4});
 
   CHECK_THROWS_WITH_AS(nn::LmHead<f16>(ctx, ln(45), transposed(wte), wte, nn::Widths<C>{}, 17),
                        "nn::Linear(64 -> 200): few_rows must be 0 to 16 (got 17)", Error);
@@ -489,4 +511,51 @@ TEST_CASE("nn::Linear::tune times its space, persists the winner, and launches i
   CHECK(tuneAndRun(false) == "tuned");
   CHECK(tuneAndRun(true) == "tuning cache");
   CHECK(tuneAndRun(false) == "tuning cache"); // tuned once, read back since
+}
+
+TEST_CASE("nn::LayerNorm tunes over one-row and several-row kernels; every candidate agrees with the reference") {
+  // Each candidate is launched by the block as the persisted winner: tune
+  // once, then rewrite the winner file with every label the tuning timed.
+  test::TempDir dir("nn-layernorm");
+  test::ScopedEnv cache("KILN_CACHE_DIR", dir.path);
+  const int64_t C = 96;
+  nn::Tensor<f32> w = tensor({C}, 31), b = tensor({C}, 32, 0.1f);
+  for (int64_t rows : {int64_t(37), int64_t(3)}) { // an odd number of row blocks; fewer rows than a block
+    CAPTURE(rows);
+    nn::Tensor<f32> x = tensor({rows, C}, 33, 3.0f);
+    std::vector<double> want = ref::layernorm(x.to_host(), w.to_host(), b.to_host(), int(rows), int(C), 1e-5);
+    auto run = [&](bool cachedOnly) {
+      nn::Context ctx(target());
+      nn::LayerNorm<f32> ln(ctx, w, b);
+      ctx.compile();
+      nn::Tensor<f32> scratch = tensor({rows, C}, 34), y(target(), {rows, C}, std::vector<float>(rows * C, -7.f));
+      ln.tune(ctx, scratch, scratch, cachedOnly);
+      const Tuned *t = ln.tuned_for(rows);
+      REQUIRE(t != nullptr);
+      ln(ctx, x, y);
+      checkClose(y.to_host(), want, 1e-5);
+      return std::pair{t->label(), t->results()};
+    };
+    auto [winner, results] = run(false);
+    std::vector<std::string> labels;
+    for (const TuneResult &r : results)
+      if (std::isfinite(r.ms))
+        labels.push_back(r.label);
+    // On the CPU one candidate per kernel type: a row a program, 2 and 4 rows.
+    CHECK(labels.size() >= 3);
+    CHECK(std::count_if(labels.begin(), labels.end(),
+                        [](const std::string &l) { return l.find("LayerNormRows") != std::string::npos; }) >= 2);
+    std::vector<std::filesystem::path> files;
+    for (const auto &e : std::filesystem::directory_iterator(std::filesystem::path(dir.path) / "tuning"))
+      if (e.path().extension() == ".txt")
+        files.push_back(e.path());
+    REQUIRE(files.size() == 1);
+    for (const std::string &label : labels) {
+      CAPTURE(label);
+      std::ofstream(files[0]) << label << "\n";
+      auto [used, none] = run(true);
+      CHECK(used == label);
+    }
+    std::filesystem::remove(files[0]);
+  }
 }

@@ -7,6 +7,8 @@
 #define DOCTEST_CONFIG_IMPLEMENT_WITH_MAIN
 #include <doctest/doctest.h>
 
+#include <cmath>
+
 #include "support/check.hpp"
 #include "support/target.hpp"
 #include "kiln/ops/attention.hpp"
@@ -735,6 +737,20 @@ TEST_CASE_TEMPLATE("few-row products after a fused layernorm: MLP up with gelu, 
       }
     check(dkc.fetch(), wk, tol, tol);
     check(dvc.fetch(), wv, tol, tol);
+    // Without the layernorm: the rows normalised (and rounded) beforehand
+    // give the same q, k, v and cache rows.
+    auto plainQkv = compile<ops::FewRowsQkv<D, BR, BN, KC, C, false>>(kCpu);
+    std::vector<T> out2(out.size(), T(0.f)), kc2(kc.size(), T(-1.f)), vc2 = kc2;
+    Mem dnt(nt);
+    Mem dout2(out2);
+    Mem dkc2(kc2);
+    Mem dvc2(vc2);
+    plainQkv.launch(Grid(ceil_div(N, BN), splits), dnt(), dg(), dbeta(), dwt(), dbias(), dout2(), dp(), dn(),
+                    dpos(), dkc2(), dvc2(), M, N, K, Tmax, 1e-5f);
+    check(dout2.fetch(), product, tol, tol);
+    CHECK(dn.fetch() == std::vector<int32_t>(counter.size(), 0));
+    check(dkc2.fetch(), wk, tol, tol);
+    check(dvc2.fetch(), wv, tol, tol);
   };
   run.template operator()<32, 2>(4);
   run.template operator()<128, 2>(1);
@@ -1037,24 +1053,23 @@ TEST_CASE("atomic_add: the last program of a group sees the stores of the others
 }
 
 TEST_CASE("decode attention over a split cache matches softmax attention") {
-  constexpr int D = 16, CHUNK = 32, SMAX = 4;
-  auto k = compile<ops::AttentionDecode<f32, 32, D, CHUNK, SMAX>>(kCpu);
-  const int B = 2, H = 2, C = H * D, Tmax = 100, S = (Tmax + CHUNK - 1) / CHUNK;
+  // Sequences of 1, 2, 9, 38 and 300 keys (blocks of 8) over 1, 3 and 4
+  // programs per head: spans of one block and of many, programs past the
+  // last span, a cache longer than SPLITS * BN; the same grid for them all.
+  constexpr int D = 16, BN = 8, SPLITS = 4;
+  auto k = compile<ops::AttentionDecode<f32, BN, D, SPLITS>>(kCpu);
+  const int B = 5, H = 2, C = H * D, Tmax = 300;
   auto qkv = test::random_vector<float>(std::size_t(B) * 3 * C, 51);
   auto kc = test::random_vector<float>(std::size_t(B) * Tmax * C, 52, -2, 2);
   auto vc = test::random_vector<float>(std::size_t(B) * Tmax * C, 53);
-  std::vector<float> part(std::size_t(B) * H * S * (D + 2), 0.f), out(std::size_t(B) * C, 0.f);
-  std::vector<int32_t> counter(B * H, 0), pos{37, 99};
+  std::vector<int32_t> counter(B * H, 0), pos{37, 299, 0, 8, 1};
   Mem dqkv(qkv);
   Mem dkc(kc);
   Mem dvc(vc);
-  Mem dpart(part);
-  Mem dout(out);
   Mem dcount(counter);
   Mem dpos(pos);
   const float scale = 0.25f;
-  k.launch(Grid(B, H, S), dqkv(), dkc(), dvc(), dpart(), dcount(), dout(), dpos(), C, Tmax, scale);
-  std::vector<double> want(out.size());
+  std::vector<double> want(std::size_t(B) * C);
   for (int b = 0; b < B; ++b)
     for (int h = 0; h < H; ++h) {
       std::vector<double> sc;
@@ -1077,8 +1092,17 @@ TEST_CASE("decode attention over a split cache matches softmax attention") {
         want[std::size_t(b) * C + h * D + d] = o;
       }
     }
-  check(dout.fetch(), want, 1e-5, 1e-4);
-  CHECK(dcount.fetch() == std::vector<int32_t>(B * H, 0));
+  for (int S : {1, 3, SPLITS})
+    for (int rep = 0; rep < 2; ++rep) { // the counters are back at 0 for the next launch
+      CAPTURE(S);
+      CAPTURE(rep);
+      std::vector<float> part(std::size_t(B) * H * S * (D + 2), std::nanf("")), out(std::size_t(B) * C, -7.f);
+      Mem dpart(part);
+      Mem dout(out);
+      k.launch(Grid(B, H, S), dqkv(), dkc(), dvc(), dpart(), dcount(), dout(), dpos(), C, Tmax, scale);
+      check(dout.fetch(), want, 1e-5, 1e-4);
+      CHECK(dcount.fetch() == std::vector<int32_t>(B * H, 0));
+    }
 }
 
 namespace {

@@ -127,7 +127,7 @@ TEST_CASE("GPT-2 kernels") {
   check_kernel<ops::AttentionPrefill<f16, 64, 64, 64>>();
   check_kernel<ops::AttentionPrefill<f16, 64, 64, 64, /*CAUSAL=*/false>>();
   // The merge: one atomic per program between GPU-scope fences.
-  auto attn = check_kernel<ops::AttentionDecode<f16, 64, 64, 64, 32>>("atom.global.add.u32");
+  auto attn = check_kernel<ops::AttentionDecode<f16, 32, 64, 32>>("atom.global.add.u32");
   CHECK(attn.find("fence.acq_rel.gpu") != std::string::npos);
   check_kernel<ops::MatmulSplitK<f16, 16, 64, 64>>("mma.sync.aligned.m16n8k16");
   check_kernel<ops::SplitKEpilogue<f16, 1024, ops::Epilogue::BiasGelu>>();
@@ -151,6 +151,9 @@ TEST_CASE("GPT-2 kernels") {
   check_kernel<ops::FewRowsNormLinear<f16, 16, 32, 256, 3, ops::Epilogue::BiasGelu>>("mma.sync.aligned.m16n8k16");
   auto fewQkv = check_kernel<ops::FewRowsQkv<f16, 16, 32, 256, 3>>("mma.sync.aligned.m16n8k16");
   CHECK(fewQkv.find("ld.global.v4") < fewQkv.find("griddepcontrol.wait"));
+  // Without the layernorm (it ran as its own launch): the panel of the plain product.
+  auto plainQkv = check_kernel<ops::FewRowsQkv<f16, 16, 32, 256, 3, false>>("mma.sync.aligned.m16n8k16");
+  CHECK(plainQkv.find("ld.global.v4") < plainQkv.find("griddepcontrol.wait"));
   check_kernel<ops::Embedding<f16, 256>>();
   check_kernel<ops::KvWrite<bf16, 256>>();
   check_kernel<ops::GatherRows<f16, 256>>();

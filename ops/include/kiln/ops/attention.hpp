@@ -91,18 +91,24 @@ template <class T, int BM_, int BN_, int D_, bool CAUSAL = true> struct Attentio
 };
 
 /// Decode attention split over the sequence (flash-decoding), with the
-/// merge in the same launch. Program (b, h, s) attends to keys s*CHUNK ..
-/// s*CHUNK + CHUNK - 1 (up to pos[b]) and writes its running max, sum and
-/// unnormalised output to `part` ([B, H, S, D + 2], f32: D outputs, then m
-/// and l); programs past the sequence write an empty part (m =
-/// kMaskedScore, l = 0). The last of the S programs of (b, h) to finish (an
-/// atomic count in counter[b * H + h], which it resets to 0) merges the
-/// parts: out = sum_s e^(m_s - M) acc_s / sum_s e^(m_s - M) l_s with M =
-/// max_s m_s. Grid: (B, H, S) with S = cdiv(Tmax, CHUNK) <= SMAX, fixed, so
-/// one captured graph serves every position.
-template <class T, int BN_, int D_, int CHUNK, int SMAX> struct AttentionDecode {
-  static constexpr int BN = BN_, D = D_, Chunk = CHUNK;
-  static_assert(CHUNK % BN_ == 0, "a chunk is a whole number of key blocks");
+/// merge in the same launch. The len = pos[b] + 1 keys of sequence b are
+/// cut into spans of whole BN-key blocks, as even as S = num_programs(2)
+/// programs (at most SPLITS) allow: program (b, h, s) attends to keys
+/// s * span .. min(len, (s + 1) * span) - 1, loading each next block of
+/// keys and values before it works on the current one, and writes its
+/// running max, sum and unnormalised output to `part` ([B, H, S, D + 2],
+/// f32: D outputs, then m and l). Programs past the last span (a short
+/// sequence) do nothing. The last of the used programs of (b, h) to finish
+/// (an atomic count in counter[b * H + h], which it resets to 0) merges
+/// the parts: out = sum_s e^(m_s - M) acc_s / sum_s e^(m_s - M) l_s with
+/// M = max_s m_s.
+///
+/// Grid: (B, H, S). The grid does not depend on the positions, so one
+/// captured graph serves every step, and a step's keys are spread over all
+/// S programs of a head whatever its length: any cache length works.
+template <class T, int BN_, int D_, int SPLITS> struct AttentionDecode {
+  static constexpr int BN = BN_, D = D_, Splits = SPLITS;
+  static_assert(SPLITS >= 1, "at least one program per head");
   /// Plain schedule, one stage; every thread loads at least 16 bytes of a
   /// key block.
   static constexpr bool feasible(int warps, int stages, int schedule) {
@@ -115,48 +121,61 @@ template <class T, int BN_, int D_, int CHUNK, int SMAX> struct AttentionDecode 
     auto b = program_id(0), h = program_id(1), s = program_id(2);
     auto H = num_programs(1), S = num_programs(2);
     auto len = load(pos + b) + 1;
-    auto lo = s * CHUNK;
-    auto hi = minimum(len, lo + CHUNK);
-    auto rd = arange<D>();
-    auto kbase = kc + b * Tmax * C + h * D;
-    auto vbase = vc + b * Tmax * C + h * D;
-    auto init = std::tuple{F32(kMaskedScore), F32(0.0f), zeros<f32, D>()};
-    auto [m, l, acc] = for_range(lo, hi, BN, init, [&](I32 n0, F32 m, F32 l, Tile<f32, D> acc) {
-      auto rn = n0 + arange<BN>();
-      auto valid = expand_dims<1>(rn < hi);
-      auto offs = expand_dims<1>(rn) * C + expand_dims<0>(rd);
-      auto k = cast<f32>(load(kbase + offs, valid, 0));
-      auto v = cast<f32>(load(vbase + offs, valid, 0)); // in flight during the scores
-      // The query, loaded by each thread for the columns of k it holds (L1
-      // hits after the first): no exchange through shared memory, and
-      // nothing to load for programs past the sequence.
-      auto q = cast<f32>(load(qkv + b * (3 * C) + h * D + broadcast_to<BN, D>(expand_dims<0>(rd))));
-      auto sc = where(rn < hi, sum<1>(k * q) * scale, kMaskedScore);
-      auto m_new = maximum(m, max(sc));
-      auto p = where(rn < hi, exp(sc - m_new), 0.0f);
-      auto alpha = exp(m - m_new);
-      return std::tuple{m_new, l * alpha + sum(p), acc * alpha + sum<0>(v * expand_dims<1>(p))};
-    });
-    auto parts = part + (b * H + h) * S * (D + 2);
-    auto base = parts + s * (D + 2);
-    store(base + rd, acc);
-    store(base + D, m);
-    store(base + D + 1, l);
-    // The last program of (b, h) merges the parts: a loop of one iteration
-    // for it and none for the others. Its atomic_add made every part visible.
-    auto last = atomic_add(counter + b * H + h, 1) == S - 1;
-    for_range(0, where(last, I32(1), I32(0)), 1, [&](I32) {
-      auto rs = arange<SMAX>();
-      auto used = rs < S;
-      auto ms = load(parts + rs * (D + 2) + D, used, kMaskedScore);
-      auto ls = load(parts + rs * (D + 2) + D + 1, used, 0.0f);
-      auto accs = load(parts + expand_dims<1>(rs) * (D + 2) + expand_dims<0>(rd),
-                       expand_dims<1>(used), 0.0f);
-      auto top = max(ms);
-      auto w = where(used, exp(ms - top), 0.0f); // (SMAX)
-      auto o = sum<0>(accs * expand_dims<1>(w)) / sum(w * ls);
-      store(out + b * C + h * D + rd, cast<T>(o));
-      store(counter + b * H + h, I32(0));
+    auto blocks = (len + (BN - 1)) / BN;
+    auto span = (blocks + S - 1) / S * BN;
+    auto used = (len + span - 1) / span; // programs with keys: at most S
+    auto lo = s * span;
+    auto hi = minimum(len, lo + span);
+    // Loops of one iteration or none: branches on values uniform in a program.
+    auto when = [](auto cond, auto body) { for_range(0, where(cond, I32(1), I32(0)), 1, [&](I32) { body(); }); };
+    when(s < used, [&] {
+      auto rd = arange<D>();
+      auto kbase = kc + b * Tmax * C + h * D;
+      auto vbase = vc + b * Tmax * C + h * D;
+      auto keys = [&](I32 n0) {
+        auto rn = n0 + arange<BN>();
+        auto valid = expand_dims<1>(rn < hi);
+        auto offs = expand_dims<1>(rn) * C + expand_dims<0>(rd);
+        return std::tuple{load(kbase + offs, valid, 0), load(vbase + offs, valid, 0)};
+      };
+      auto [k0, v0] = keys(lo);
+      // The query, loaded by each thread for the columns of k it holds: no
+      // exchange through shared memory.
+      auto q = load(qkv + b * (3 * C) + h * D + broadcast_to<BN, D>(expand_dims<0>(rd)));
+      using KV = Tile<T, BN, D>;
+      auto init = std::tuple{F32(kMaskedScore), F32(0.0f), zeros<f32, D>(), k0, v0};
+      auto [m, l, acc, kl, vl] =
+          for_range(lo, hi, BN, init, [&](I32 n0, F32 m, F32 l, Tile<f32, D> acc, KV kt, KV vt) {
+            auto [kn, vn] = keys(n0 + BN); // the next block, in flight during this one
+            auto rn = n0 + arange<BN>();
+            auto sc = where(rn < hi, sum<1>(cast<f32>(kt) * cast<f32>(q)) * scale, kMaskedScore);
+            auto m_new = maximum(m, max(sc));
+            auto p = where(rn < hi, exp(sc - m_new), 0.0f);
+            auto alpha = exp(m - m_new);
+            return std::tuple{m_new, l * alpha + sum(p), acc * alpha + sum<0>(cast<f32>(vt) * expand_dims<1>(p)),
+                              kn, vn};
+          });
+      (void)kl;
+      (void)vl;
+      auto parts = part + (b * H + h) * S * (D + 2);
+      auto base = parts + s * (D + 2);
+      store(base + rd, acc);
+      store(base + D, m);
+      store(base + D + 1, l);
+      // The last used program of (b, h) merges the parts; its atomic_add
+      // made every one of them visible.
+      when(atomic_add(counter + b * H + h, 1) == used - 1, [&] {
+        auto rs = arange<SPLITS>();
+        auto in = rs < used;
+        auto ms = load(parts + rs * (D + 2) + D, in, kMaskedScore);
+        auto ls = load(parts + rs * (D + 2) + D + 1, in, 0.0f);
+        auto accs = load(parts + expand_dims<1>(rs) * (D + 2) + expand_dims<0>(rd), expand_dims<1>(in), 0.0f);
+        auto top = max(ms);
+        auto w = where(in, exp(ms - top), 0.0f); // (SPLITS)
+        auto o = sum<0>(accs * expand_dims<1>(w)) / sum(w * ls);
+        store(out + b * C + h * D + rd, cast<T>(o));
+        store(counter + b * H + h, I32(0));
+      });
     });
   }
 };

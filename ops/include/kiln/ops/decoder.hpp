@@ -482,9 +482,11 @@ template <class T, int BR_, int BN_, int KC_, int C_, Epilogue E> struct FewRows
 /// The QKV projection of a decode step of 2 to BR sequences, fused like
 /// DecodeQkv: `qkv = layernorm(x) @ wt^T + bias` (N = 3 * width), whose k
 /// and v parts also go into the caches at row m * Tmax + pos[m] of
-/// sequence m: no layernorm and no cache-write launch.
+/// sequence m: no layernorm and no cache-write launch. Without LN, x is
+/// already normalised (`qkv = x @ wt^T + bias`; lnw, lnb and eps are not
+/// read): no cache-write launch.
 /// Grid: (cdiv(N, BN), cdiv(K, C * KC)).
-template <class T, int BR_, int BN_, int KC_, int C_> struct FewRowsQkv {
+template <class T, int BR_, int BN_, int KC_, int C_, bool LN = true> struct FewRowsQkv {
   using Plain = FewRowsLinear<T, BR_, BN_, KC_, C_, Epilogue::Bias>;
   static constexpr int BR = BR_, BN = BN_, KC = KC_, C = C_;
   static constexpr bool feasible(int warps, int stages, int schedule) {
@@ -500,7 +502,7 @@ template <class T, int BR_, int BN_, int KC_, int C_> struct FewRowsQkv {
     auto bv = cast<f32>(load(bias + rn, rn < N, 0));
     auto rm = arange<BR>();
     std::optional<Tile<i32, BR>> at;
-    auto acc = detail::few_rows_product<T, BR, BN, KC, C, true>(
+    auto acc = detail::few_rows_product<T, BR, BN, KC, C, LN>(
         x, lnw, lnb, wt, M, N, K, eps, rn, program_id(1) * (C * KC), [&] { at = load(pos + rm, rm < M, 0); });
     auto cols = expand_dims<1>(rn);
     auto rows = expand_dims<0>(rm);

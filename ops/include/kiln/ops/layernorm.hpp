@@ -60,9 +60,11 @@ template <class T, int BLOCK, bool ONE_PASS = false> struct LayerNorm {
 /// [p * ROWS, (p + 1) * ROWS), then those G * ROWS further on, loading its
 /// next rows before it reduces and writes the current ones; w and b are
 /// loaded once a program, before it waits for the kernel launched before it
-/// (programmatic dependent launch), which must therefore not write them. Any grid is correct; as many programs as fit on
-/// the GPU at once is the fast one. Same results as LayerNorm.
+/// (programmatic dependent launch), which must therefore not write them.
+/// Any grid is correct; as many programs as fit on the GPU at once is the
+/// fast one. Same results as LayerNorm.
 template <class T, int ROWS, int BLOCK> struct LayerNormRows {
+  static constexpr int Rows = ROWS;
   static constexpr bool feasible(int warps, int stages, int schedule) {
     return schedule == 0 && stages == 2 && ROWS * BLOCK >= warps * 32;
   }

@@ -327,10 +327,15 @@ public:
       launch(wide_->kernel(), ctx, x, y);
   }
 
-  /// The search space: the kernel for this width times 1 to 8 warps.
+  /// The search space: a row a program (ops::LayerNorm), or 2 or 4 rows a
+  /// program on a grid of at most 8 programs per multiprocessor
+  /// (ops::LayerNormRows: short rows), times 1 to 8 warps.
   template <int BLOCK> static constexpr auto space() {
-    return tuning::product(boost::hana::tuple_t<ops::LayerNorm<D, BLOCK, true>>, tuning::kRowWarps,
-                           tuning::kNoStages, tuning::kPlainOnly);
+    namespace hana = boost::hana;
+    return hana::concat(tuning::product(hana::tuple_t<ops::LayerNorm<D, BLOCK, true>>, tuning::kRowWarps,
+                                        tuning::kNoStages, tuning::kPlainOnly),
+                        tuning::product(hana::tuple_t<ops::LayerNormRows<D, 2, BLOCK>, ops::LayerNormRows<D, 4, BLOCK>>,
+                                        tuning::kRowWarps, tuning::kNoStages, tuning::kPlainOnly));
   }
   /// Tunes the warps of launches of x.dim(0) rows (their row bucket) on x
   /// and y (overwritten; y may be x), or reads a persisted winner back.
@@ -350,7 +355,17 @@ private:
   template <class K>
   void launch(const Kernel<K> &k, Context &ctx, const Tensor<D> &x, const Tensor<D> &y) const {
     int C = int(features());
-    k.launch(Grid(uint32_t(x.dim(0))), x.data(), weight_.data(), bias_.data(), y.data(), C, C, eps_);
+    int64_t rows = x.dim(0);
+    if constexpr (requires { K::Rows; }) {
+      // Several rows a program, the programs looping over the row blocks.
+      int64_t blocks = ceil_div(rows, int64_t(K::Rows));
+      if (ctx.gpu())
+        blocks = std::min<int64_t>(blocks, 8 * int64_t(cuda::multiprocessor_count()));
+      k.launch(Grid(uint32_t(std::max<int64_t>(blocks, 1))), x.data(), weight_.data(), bias_.data(), y.data(),
+               int(rows), C, C, eps_);
+    } else {
+      k.launch(Grid(uint32_t(rows)), x.data(), weight_.data(), bias_.data(), y.data(), C, C, eps_);
+    }
     ctx.count_launch("layernorm");
   }
 
@@ -962,20 +977,23 @@ template <class D> struct KvCache {
 /// Prefill: layernorm, the QKV product, the cache write, flash attention
 /// over each prompt's rows (64x64 blocks), the projection with the residual.
 /// Decode: one fused kernel (layernorm, QKV, cache write: ops::DecodeQkv,
-/// or ops::FewRowsQkv for 2 to 16 sequences), attention split
-/// over cache chunks of 32 positions (one program per sequence, head and
-/// chunk, the last to finish combining them: one grid for every position,
-/// so a captured graph serves them all), the projection.
+/// or ops::FewRowsQkv for 2 to 16 sequences), attention split over up to
+/// kMaxSplits programs per sequence and head, each taking an even share of
+/// the keys so far, the last to finish combining them (ops::AttentionDecode:
+/// one grid for every position, so a captured graph serves them all), the
+/// projection.
 template <class D> class CausalSelfAttention {
 public:
-  static constexpr int kChunk = 32, kMaxSplits = 32;
+  /// The most programs per (sequence, head) a decode attention kernel uses.
+  static constexpr int kMaxSplits = 32;
 
   /// `decode_rows`: steps of up to this many sequences (1 or kDecodeRows)
   /// run the fused decode QKV kernel; steps of more, up to `few_rows`
   /// sequences (at most kFewRows; 16-bit types), ops::FewRowsQkv (the
   /// layernorm, the product on w_qkv_t and the cache write in one launch),
-  /// or without `fuse_layernorm` the layernorm, ops::FewRowsLinear and the
-  /// cache write; larger ones the prefill kernels.
+  /// or without `fuse_layernorm` the layernorm, then ops::FewRowsQkv
+  /// without it (the product and the cache write); larger ones the
+  /// prefill kernels and the cache write.
   template <int... W>
   CausalSelfAttention(Context &ctx, LayerNorm<D> ln, Tensor<D> w_qkv, Tensor<D> b_qkv,
                       Tensor<D> w_qkv_t, Linear<D, Epilogue::BiasResidual> proj, int heads,
@@ -994,16 +1012,15 @@ public:
                   " features");
     expect(cache_.k, {kAny, kAny, C}, name, "cache.k");
     expect(cache_.v, {cache_.batch(), cache_.context(), C}, name, "cache.v");
-    if (ceil_div(cache_.context(), kChunk) > kMaxSplits)
-      throw Error(name + ": a KV cache of " + std::to_string(cache_.context()) +
-                  " positions is longer than decode attention's " +
-                  std::to_string(kChunk * kMaxSplits));
     kvWrite_ = ctx.kernel<ops::KvWrite<D, 256>>("kv_write");
     detail::checkFewRows(few_rows, kFewRows, name);
     if (!qkvT_.empty())
       expect(qkvT_, {3 * C, C}, name, "w_qkv_t");
-    if (fuse_layernorm && detail::fewRowsFor<D>(few_rows, !qkvT_.empty())) {
-      prepareFewQkv(ctx);
+    if (detail::fewRowsFor<D>(few_rows, !qkvT_.empty())) {
+      if (fuse_layernorm)
+        prepareFewQkv<true>(ctx);
+      else
+        prepareFewQkv<false>(ctx);
       fewRows_ = few_rows;
     }
     switch (head_dim()) {
@@ -1059,8 +1076,9 @@ public:
   int heads() const { return heads_; }
   int head_dim() const { return int(features() / heads_); }
   const KvCache<D> &cache() const { return cache_; }
-  /// Programs per (sequence, head) of a decode step's attention.
-  int64_t splits() const { return ceil_div(cache_.context(), kChunk); }
+  /// Programs per (sequence, head) of a decode step's attention, at most:
+  /// what Workspace::parts holds for each.
+  int64_t splits() const { return kMaxSplits; }
 
   /// Tunes the QKV and projection products for x.dim(0) rows, overwriting
   /// x and the workspace.
@@ -1109,10 +1127,16 @@ public:
     if (B > cache_.batch())
       throw Error("nn::CausalSelfAttention: " + std::to_string(B) + " sequences; the cache holds " +
                   std::to_string(cache_.batch()));
+    expect(ws.parts, {kAny, heads_, kAny, head_dim() + 2}, "nn::CausalSelfAttention", "ws.parts");
+    if (ws.parts.dim(0) < B || ws.parts.dim(2) < splits())
+      throw Error("nn::CausalSelfAttention: ws.parts has shape " + to_string(ws.parts.shape()) +
+                  "; this decode step needs at least [" + std::to_string(B) + ", " + std::to_string(heads_) +
+                  ", " + std::to_string(splits()) + ", " + std::to_string(head_dim() + 2) +
+                  "] (a Workspace of splits() splits)");
     if (decodeQkv_ && B <= decodeRows_) {
       decodeQkv_(*this, ctx, x, pos, ws.qkv);
     } else if (fewQkv(B)) {
-      fewQkv_(*this, ctx, x, pos, ws.qkv);
+      fewQkv_(*this, ctx, x, pos, ws);
     } else {
       qkv_(ctx, x, ws.normed, ws.qkv);
       writeCache(ctx, ws.qkv.rows(0, B), ws.iota.rows(0, B), pos);
@@ -1121,33 +1145,50 @@ public:
     proj_(ctx, ws.att, x, x);
   }
 
-  /// True when decode steps of B sequences run ops::FewRowsQkv.
+  /// True when decode steps of B sequences run ops::FewRowsQkv (after a
+  /// layernorm launch unless the block fuses it).
   bool fewQkv(int64_t B) const { return fewQkv_ && B >= 2 && B <= fewRows_ && !(decodeQkv_ && B <= decodeRows_); }
 
 private:
-  void prepareFewQkv(Context &ctx) {
+  // Decode steps of 2 to fewRows_ sequences: ops::FewRowsQkv, which writes
+  // k and v into the caches; with LN it normalises x itself (panels:
+  // detail::withFewNormPanel), otherwise the layernorm's launch comes first
+  // (panels of the plain product, detail::withFewPanel).
+  template <bool LN> void prepareFewQkv(Context &ctx) {
     int64_t C = features();
-    detail::withFewNormPanel(3 * C, [&]<int BN, int KC, int CH>(int warps) {
-      using F = ops::FewRowsQkv<D, kFewRows, BN, KC, CH>;
+    auto prepare = [&]<int BN, int KC, int CH>(int warps) {
+      using F = ops::FewRowsQkv<D, kFewRows, BN, KC, CH, LN>;
       CompileOptions options;
       options.num_warps = warps;
-      auto k = ctx.kernel<F>("qkv_ln_few", options);
+      auto k = ctx.kernel<F>(LN ? "qkv_ln_few" : "qkv_few", options);
       fewQkv_ = [k](const CausalSelfAttention &a, Context &c, const Tensor<D> &x, const Tensor<i32> &pos,
-                    const Tensor<D> &qkv) {
+                    const Workspace<D> &ws) {
         const LayerNorm<D> &ln = a.qkv_.layernorm();
         const detail::FewRowsPlan &p = a.fewQkvPlan_;
-        k(c, p.grid(), x.data(), ln.weight().data(), ln.bias().data(), a.qkvT_.data(),
-          a.qkv_.linear().bias().data(), qkv.data(), p.partial.data(), p.counter.data(), pos.data(),
-          a.cache_.k.data(), a.cache_.v.data(), int(x.dim(0)), int(3 * a.features()), int(a.features()),
+        int64_t B = x.dim(0);
+        const Tensor<D> *in = &x;
+        Tensor<D> normed;
+        if constexpr (!LN) {
+          normed = ws.normed.rows(0, B);
+          ln(c, x, normed);
+          in = &normed;
+        }
+        k(c, p.grid(), in->data(), ln.weight().data(), ln.bias().data(), a.qkvT_.data(),
+          a.qkv_.linear().bias().data(), ws.qkv.data(), p.partial.data(), p.counter.data(), pos.data(),
+          a.cache_.k.data(), a.cache_.v.data(), int(B), int(3 * a.features()), int(a.features()),
           int(a.cache_.context()), ln.eps());
       };
       fewQkvPlan_ = detail::FewRowsPlan(ctx.target(), 3 * C, C, BN, CH * KC, kFewRows);
-    });
+    };
+    if constexpr (LN)
+      detail::withFewNormPanel(3 * C, prepare);
+    else
+      detail::withFewPanel(3 * C, prepare);
   }
 
   template <int HD> void requestAttention(Context &ctx) {
     auto pre = ctx.kernel<ops::AttentionPrefill<D, 64, 64, HD>>("attention_prefill");
-    auto dec = ctx.kernel<ops::AttentionDecode<D, kChunk, HD, kChunk, kMaxSplits>>("attention_decode");
+    auto dec = ctx.kernel<ops::AttentionDecode<D, 32, HD, kMaxSplits>>("attention_decode");
     attentionTuner_ = [](CausalSelfAttention &self, Context &c, const Workspace<D> &ws, int64_t rows,
                          int64_t B, bool cachedOnly) {
       const Target &t = c.target();
@@ -1199,7 +1240,7 @@ private:
                              const Tensor<i32> &pos, int64_t B) {
       if (auto t = a.decodeTuned_.find(B); t != a.decodeTuned_.end())
         return t->second(a, c, ws, pos, B);
-      dec(c, Grid(uint32_t(B), uint32_t(a.heads_), uint32_t(a.splits())), ws.qkv.data(),
+      dec(c, Grid(uint32_t(B), uint32_t(a.heads_), uint32_t(kMaxSplits)), ws.qkv.data(),
           a.cache_.k.data(), a.cache_.v.data(), ws.parts.data(), ws.counter.data(), ws.att.data(),
           pos.data(), int(a.features()), int(a.cache_.context()), a.scale());
     };
@@ -1263,14 +1304,15 @@ private:
   template <class K>
   void launchDecodeAttention(const Kernel<K> &k, Context &c, const Workspace<D> &ws,
                              const Tensor<i32> &pos, int64_t B) const {
-    k.launch(Grid(uint32_t(B), uint32_t(heads_), ceil_div(uint32_t(cache_.context()), uint32_t(K::Chunk))),
+    k.launch(Grid(uint32_t(B), uint32_t(heads_), uint32_t(K::Splits)),
              ws.qkv.data(), cache_.k.data(), cache_.v.data(), ws.parts.data(), ws.counter.data(),
              ws.att.data(), pos.data(), int(features()), int(cache_.context()), scale());
     c.count_launch("attention_decode");
   }
 
   /// The attention kernels' spaces for head_dim HD: prefill query x key
-  /// blocks, warps and stages; decode key blocks x chunk lengths and warps.
+  /// blocks, warps and stages; decode key blocks x programs per head, and
+  /// warps.
   template <int HD> static constexpr auto prefillSpace() {
     namespace hana = boost::hana;
     return tuning::product(hana::tuple_t<ops::AttentionPrefill<D, 64, 64, HD>, ops::AttentionPrefill<D, 64, 32, HD>,
@@ -1280,9 +1322,10 @@ private:
   template <int HD> static constexpr auto decodeSpace() {
     namespace hana = boost::hana;
     return tuning::product(
-        hana::tuple_t<ops::AttentionDecode<D, 32, HD, 32, kMaxSplits>,
-                      ops::AttentionDecode<D, 32, HD, 64, kMaxSplits>, ops::AttentionDecode<D, 64, HD, 64, kMaxSplits>,
-                      ops::AttentionDecode<D, 64, HD, 128, kMaxSplits>>,
+        hana::tuple_t<ops::AttentionDecode<D, 16, HD, 16>, ops::AttentionDecode<D, 16, HD, kMaxSplits>,
+                      ops::AttentionDecode<D, 32, HD, 2>, ops::AttentionDecode<D, 32, HD, 4>,
+                      ops::AttentionDecode<D, 32, HD, 8>, ops::AttentionDecode<D, 32, HD, 16>,
+                      ops::AttentionDecode<D, 32, HD, kMaxSplits>>,
         tuning::kRowWarps, tuning::kNoStages, tuning::kPlainOnly);
   }
 
@@ -1305,7 +1348,7 @@ private:
       decodeQkv_;
   int decodeRows_ = 0; ///< steps of up to this many sequences run decodeQkv_
   std::function<void(const CausalSelfAttention &, Context &, const Tensor<D> &, const Tensor<i32> &,
-                     const Tensor<D> &)>
+                     const Workspace<D> &)>
       fewQkv_;
   detail::FewRowsPlan fewQkvPlan_;
   int fewRows_ = 0; ///< steps of 2 to this many sequences (beyond decodeRows_) run fewQkv_

@@ -1,0 +1,43 @@
+#!/usr/bin/env bash
+# The decode measurements in one call on a machine with a GPU (kiln_bench and
+# kiln-gpt2-bench on the PATH, PyTorch for the baselines): the row kernels
+# against the copy rate and PyTorch eager, GPT-2 124M fp16 decode steps by
+# batch next to the gpt-fast-style PyTorch model (reduce-overhead), and the
+# per-kernel times of one step at batches 1 and 8.
+#   bash bench/run_decode.sh OUTDIR [BATCHES]      (BATCHES: 1,2,4,8,16)
+# writes OUTDIR/{rows.json,baselines.json,rows.md,kiln.json,torch.jsonl,
+# profile.json,decode.md} and prints rows.md and decode.md.
+set -euo pipefail
+out=${1:-decode}
+batches=${2:-1,2,4,8,16}
+here=$(dirname "$0")
+mkdir -p "$out"
+kiln_bench --benchmark_filter='BM_softmax|BM_layernorm' --benchmark_format=json > "$out/rows.json" \
+  2> "$out/rows.log"
+python3 "$here/baselines.py" > "$out/baselines.json" 2> "$out/baselines.log"
+python3 "$here/table.py" "$out/rows.json" "$out/baselines.json" > "$out/rows.md"
+kiln-gpt2-bench --mode max-autotune --batches "$batches" --prompts 64 --new 128 > "$out/kiln.json" \
+  2> "$out/kiln.log"
+python3 "$here/gpt2_baselines.py" "$out/torch.jsonl" --modes reduce-overhead --batches "$batches" \
+  --prompts 64 --new 128 --deadline 150 2> "$out/torch.log"
+kiln-gpt2-bench --mode max-autotune --profile --batches 1,8 --prompts 64 > "$out/profile.json" \
+  2> "$out/profile.log"
+python3 - "$out/kiln.json" "$out/torch.jsonl" > "$out/decode.md" <<'PY'
+import json, sys
+kiln = json.load(open(sys.argv[1]))
+torch = {}
+for line in open(sys.argv[2]):
+    r = json.loads(line)
+    if r.get("mode") == "reduce-overhead":
+        torch[(r["batch"], r["prompt"], r["new_tokens"])] = r["ms_per_token"]
+print(f"GPT-2 {kiln['model']} {kiln['precision']}, {kiln['launches_per_decode_step']} launches a step "
+      f"(the last batch), ms per decode step\n")
+print("| batch | prompt | new | kiln | PyTorch reduce-overhead | kiln speed-up |")
+print("|---|---|---|---|---|---|")
+for r in kiln["runs"]:
+    t = torch.get((r["batch"], r["prompt"], r["new_tokens"]))
+    ratio = f"{t / r['ms_per_token']:.2f}x" if t else "-"
+    print(f"| {r['batch']} | {r['prompt']} | {r['new_tokens']} | {r['ms_per_token']:.3f} | "
+          f"{t if t else '-'} | {ratio} |")
+PY
+cat "$out/rows.md" "$out/decode.md"
