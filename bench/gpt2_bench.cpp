@@ -174,6 +174,9 @@ int main(int argc, char **argv) {
     int fewFuse = gpt2::ModelOptions{}.few_row_fusion ? 1 : 0;
     app.add_option("--few-fuse", fewFuse,
                    "1: the few-row kernels run the layernorms (and the cache write) inside; 0 (default): as launches of their own");
+    int prefetch = gpt2::ModelOptions{}.prefetch_weights ? 1 : 0;
+    app.add_option("--prefetch", prefetch,
+                   "1: each decode-step product brings the next one's weight into L2 while it runs; 0: not");
     if (!tool::parse(app, argc, argv))
       return 0;
     gpt2::Mode parsedMode;
@@ -199,6 +202,8 @@ int main(int argc, char **argv) {
       throw tool::UsageError("--few-rows must be between 0 and 16");
     if (fewFuse != 0 && fewFuse != 1)
       throw tool::UsageError("--few-fuse must be 0 or 1");
+    if (prefetch != 0 && prefetch != 1)
+      throw tool::UsageError("--prefetch must be 0 or 1");
     gpt2::Precision prec = gpt2::parse_precision(precision);
     std::string why;
     if (!cuda::available(&why))
@@ -217,6 +222,7 @@ int main(int argc, char **argv) {
     mo.decode_kernel_rows = decodeRows;
     mo.few_row_products = fewRows;
     mo.few_row_fusion = fewFuse == 1;
+    mo.prefetch_weights = prefetch == 1;
     auto t1 = Clock::now();
     gpt2::Model model(w, target, prec, gpt2::apply_mode(parsedMode, mo));
     double setupSeconds = since(t1);
@@ -244,10 +250,10 @@ int main(int argc, char **argv) {
       return 0;
     }
     std::printf(
-        "{\"model\": \"%s\", \"precision\": \"%s\", \"mode\": \"%s\", \"decode_kernel_rows\": %d, \"few_rows\": %d, \"few_fuse\": %d, "
+        "{\"model\": \"%s\", \"precision\": \"%s\", \"mode\": \"%s\", \"decode_kernel_rows\": %d, \"few_rows\": %d, \"few_fuse\": %d, \"prefetch\": %d, "
         "\"device\": \"%s\", \"weights_s\": %.3f, \"setup_s\": %.3f, \"compile_s\": %.3f, \"kernels_from_cache\": %d, \"kernels\": %zu, "
         "\"device_bytes\": %zu, \"runs\": [",
-        size.c_str(), precision.c_str(), mode.c_str(), decodeRows, fewRows, fewFuse, cuda::device_name().c_str(), weightsSeconds,
+        size.c_str(), precision.c_str(), mode.c_str(), decodeRows, fewRows, fewFuse, prefetch, cuda::device_name().c_str(), weightsSeconds,
         setupSeconds, e.compile_seconds,
         int(std::count_if(e.kernels.begin(), e.kernels.end(),
                           [](auto &k) { return k.from_cache; })),

@@ -405,9 +405,13 @@ void BM_decode_mlp(benchmark::State &state) {
 /// [N, K] (transposed, as the decode kernels take it), with
 /// ops::FewRowsLinear; tuned over column tiles, K chunks and their count
 /// (hence the split of K) and warps (every candidate's time to stderr), then
-/// timed as one CUDA graph of the 32 launches. GB/s is on the weights.
+/// timed as one CUDA graph of the 32 launches. GB/s is on the weights. With
+/// a fourth argument of 1 each launch also brings the next launch's weight
+/// into L2 (kiln.prefetch), as a decode step's products do with
+/// ModelOptions::prefetch_weights.
 void BM_few_rows(benchmark::State &state) {
   int M = int(state.range(0)), K = int(state.range(1)), N = int(state.range(2));
+  bool ahead = state.range(3) != 0;
   const int copies = 32;
   auto x = random_device<kiln::half>(std::size_t(M) * K);
   auto w = device_copies(std::size_t(K) * N, copies), bias = device_copies(N, copies);
@@ -418,7 +422,8 @@ void BM_few_rows(benchmark::State &state) {
   auto launch = [&](const auto &k) {
     using Kern = typename std::decay_t<decltype(k)>::kernel_type;
     k.launch(Grid(ceil_div(N, Kern::BN), Kern::splits(K)), x.data(), w[which]->data(), bias[which]->data(),
-             y.data(), y.data(), partial.data(), counter.data(), M, N, K);
+             y.data(), y.data(), partial.data(), counter.data(), M, N, K, w[(which + 1) % copies]->data(),
+             ahead ? K * N : 0);
     which = (which + 1) % copies;
   };
   namespace hana = boost::hana;
@@ -531,8 +536,9 @@ BENCHMARK(BM_attention_prefill<128, 128, 8>)->Args({4, 16, 4096})->UseManualTime
 BENCHMARK(BM_attention_prefill<64, 128, 8, 3>)->Args({8, 12, 1024})->UseManualTime()->Unit(benchmark::kMicrosecond)->Iterations(1);
 BENCHMARK(BM_attention_prefill<128, 128, 8, 3>)->Args({4, 16, 4096})->UseManualTime()->Unit(benchmark::kMicrosecond)->Iterations(1);
 BENCHMARK(BM_few_rows)
-    ->Args({8, 768, 2304})->Args({8, 768, 3072})->Args({8, 3072, 768})->Args({8, 768, 768})->Args({8, 768, 50257})
-    ->Args({16, 3072, 768})->Args({16, 768, 3072})
+    ->Args({8, 768, 2304, 0})->Args({8, 768, 3072, 0})->Args({8, 3072, 768, 0})->Args({8, 768, 768, 0})
+    ->Args({8, 768, 50257, 0})->Args({16, 3072, 768, 0})->Args({16, 768, 3072, 0})
+    ->Args({8, 768, 2304, 1})->Args({8, 768, 3072, 1})->Args({8, 3072, 768, 1})->Args({8, 768, 768, 1})
     ->UseManualTime()->Unit(benchmark::kMicrosecond)->Iterations(1);
 BENCHMARK(BM_cublas_few_rows)
     ->Args({8, 768, 2304})->Args({8, 768, 3072})->Args({8, 3072, 768})->Args({8, 768, 768})->Args({8, 768, 50257})

@@ -363,6 +363,10 @@ void store(V p, V value, V mask) {
   kiln::StoreOp::create(b(), loc(), val(p), val(value), m);
 }
 
+void prefetch(V p, V mask) {
+  kiln::PrefetchOp::create(b(), loc(), val(p), mask.impl ? val(mask) : Value());
+}
+
 V atomic_add(V p, V value) {
   return wrap(kiln::AtomicAddOp::create(b(), loc(), b().getI32Type(), val(p), val(value)));
 }

@@ -842,6 +842,9 @@ public:
   /// memory access, like a compiler fence) and griddepcontrol.launch_dependents.
   LogicalResult emitGridDependencyWait(kiln::GridDependencyWaitOp op);
   LogicalResult emitLaunchDependents(kiln::LaunchDependentsOp op);
+  /// kiln.prefetch: prefetch.global.L2 of each element this thread owns
+  /// (predicated on the mask), no result, nothing waits for it.
+  LogicalResult emitPrefetch(kiln::PrefetchOp op);
   LogicalResult emitMBarrierInit(kiln::MBarrierInitOp op);
   LogicalResult emitMBarrierArrive(kiln::MBarrierArriveOp op);
   LogicalResult emitMBarrierWait(kiln::MBarrierWaitOp op);

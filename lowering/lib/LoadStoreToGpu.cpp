@@ -443,6 +443,24 @@ LogicalResult Emitter::emitGridDependencyWait(kiln::GridDependencyWaitOp) {
   return success();
 }
 
+LogicalResult Emitter::emitPrefetch(kiln::PrefetchOp op) {
+  Layout l = layoutOf(op.getPtr().getType());
+  // An element several threads hold is prefetched by one of them.
+  Value owner = ownsElements(l);
+  SmallVector<Value> ptrs = raw(op.getPtr());
+  SmallVector<Value> masks = op.getMask() ? raw(op.getMask()) : SmallVector<Value>{};
+  for (int64_t j = 0; j < l.perThread; ++j) {
+    Value pred = masks.empty() ? owner : pick(masks, j);
+    if (owner && !masks.empty())
+      pred = arith::AndIOp::create(b, loc, pred, owner);
+    if (pred)
+      inlinePtx(b, loc, {pick(ptrs, j), pred}, "@$1 prefetch.global.L2 [$0];", "l,b");
+    else
+      inlinePtx(b, loc, {pick(ptrs, j)}, "prefetch.global.L2 [$0];", "l");
+  }
+  return success();
+}
+
 LogicalResult Emitter::emitLaunchDependents(kiln::LaunchDependentsOp) {
   inlinePtx(b, loc, {}, "griddepcontrol.launch_dependents;", "~{memory}");
   return success();
@@ -562,6 +580,7 @@ void populateLoadStoreToGpuPatterns(const TypeConverter &converter, LoweringStat
   addPattern<kiln::BarrierOp, &Emitter::emitBarrier>(patterns, converter, state);
   addPattern<kiln::GridDependencyWaitOp, &Emitter::emitGridDependencyWait>(patterns, converter, state);
   addPattern<kiln::LaunchDependentsOp, &Emitter::emitLaunchDependents>(patterns, converter, state);
+  addPattern<kiln::PrefetchOp, &Emitter::emitPrefetch>(patterns, converter, state);
   addPattern<kiln::MBarrierInitOp, &Emitter::emitMBarrierInit>(patterns, converter, state);
   addPattern<kiln::MBarrierArriveOp, &Emitter::emitMBarrierArrive>(patterns, converter, state);
   addPattern<kiln::MBarrierWaitOp, &Emitter::emitMBarrierWait>(patterns, converter, state);

@@ -140,7 +140,7 @@ struct AtomicAddLowering : OpConversionPattern<kiln::AtomicAddOp> {
 
 /// Kernels run one after another on the CPU: a launch starts when the
 /// previous one has returned, so waiting on it (or letting the next one
-/// start) is nothing.
+/// start) is nothing. An L2 prefetch hint has nothing to act on either.
 template <class Op> struct EraseGridDependency : OpConversionPattern<Op> {
   using OpConversionPattern<Op>::OpConversionPattern;
   LogicalResult matchAndRewrite(Op op, typename Op::Adaptor, ConversionPatternRewriter &rewriter) const override {
@@ -153,6 +153,7 @@ template <class Op> struct EraseGridDependency : OpConversionPattern<Op> {
 
 void kiln::populateMemoryToCpuPatterns(CpuTypeConverter &converter, RewritePatternSet &patterns) {
   patterns.add<AddPtrLowering, LoadLowering, StoreLowering, AtomicAddLowering,
-               EraseGridDependency<kiln::GridDependencyWaitOp>, EraseGridDependency<kiln::LaunchDependentsOp>>(
+               EraseGridDependency<kiln::GridDependencyWaitOp>, EraseGridDependency<kiln::LaunchDependentsOp>,
+               EraseGridDependency<kiln::PrefetchOp>>(
       converter, patterns.getContext());
 }

@@ -152,6 +152,57 @@ TEST_CASE("nn::NormLinear fuses the layernorm into its decode kernels and agrees
   }
 }
 
+TEST_CASE("a block's decode-step products each bring the next one's weight into L2") {
+  const int64_t C = 64, H = 4, F = 4 * C, T = 16;
+  nn::Context ctx(target());
+  auto ln = [&](uint32_t seed) { return nn::LayerNorm<f32>(ctx, tensor({C}, seed), tensor({C}, seed + 1, 0.1f)); };
+  auto t = [&](const nn::Tensor<f32> &w) {
+    return nn::Tensor<f32>(target(), {w.dim(1), w.dim(0)}, nn::transpose(w.to_host(), int(w.dim(0)), int(w.dim(1))));
+  };
+  nn::Tensor<f32> wqkv = tensor({C, 3 * C}, 30, 0.2f), wp = tensor({C, C}, 31, 0.1f),
+                  wfc = tensor({C, F}, 32, 0.1f), wout = tensor({F, C}, 33, 0.1f);
+  auto block = [&] {
+    nn::Linear<f32, Epilogue::BiasResidual> proj(ctx, wp, tensor({C}, 34, 0.1f), t(wp), {}, nn::Widths<C>{});
+    nn::CausalSelfAttention<f32> attn(ctx, ln(35), wqkv, tensor({3 * C}, 37, 0.1f), t(wqkv), std::move(proj),
+                                      int(H), nn::KvCache<f32>(target(), 1, T, C), nn::Widths<C>{});
+    nn::NormLinear<f32, Epilogue::BiasGelu> fc(ctx, ln(38), wfc, tensor({F}, 40, 0.1f), t(wfc),
+                                               {"fc_gelu"}, nn::Widths<C>{});
+    nn::Linear<f32, Epilogue::BiasResidual> out(ctx, wout, tensor({C}, 41, 0.1f), t(wout), {"mlp_proj"},
+                                                nn::Widths<F>{});
+    return nn::TransformerBlock<f32>(std::move(attn), nn::Mlp<f32>(std::move(fc), std::move(out)));
+  };
+  nn::TransformerBlock<f32> plain = block(), ahead = block();
+  nn::Tensor<f32> next = tensor({3 * C, C}, 42);
+  CHECK(plain.attention().decode_prefetch().empty());
+  ahead.set_decode_prefetch(next);
+  // QKV -> projection -> MLP up -> MLP down -> what comes after the block.
+  CHECK(ahead.attention().decode_prefetch().data() == ahead.attention().proj().weight_t().data());
+  CHECK(ahead.attention().proj().decode_prefetch().data() == ahead.mlp().fc().weight_t().data());
+  CHECK(ahead.mlp().fc().decode_prefetch().data() == ahead.mlp().proj().weight_t().data());
+  CHECK(ahead.mlp().proj().decode_prefetch().data() == next.data());
+  ctx.compile();
+  // A prefill of 3 tokens and 2 decode steps: the same values either way.
+  nn::Workspace<f32> ws(target(), T, C, 1, H, plain.attention().splits(), C / H);
+  nn::Packing packing{nn::Tensor<i32>(target(), {3}, std::vector<int32_t>{0, 0, 0}),
+                      nn::Tensor<i32>(target(), {3}, std::vector<int32_t>{0, 1, 2}),
+                      nn::Tensor<i32>(target(), {1}, std::vector<int32_t>{0}),
+                      nn::Tensor<i32>(target(), {1}, std::vector<int32_t>{3}), 1, 3};
+  std::vector<std::vector<float>> outs;
+  for (const nn::TransformerBlock<f32> *b : {&plain, &ahead}) {
+    nn::Tensor<f32> x = tensor({3, C}, 43);
+    b->prefill(ctx, x, packing, ws.rows(3));
+    std::vector<float> all = x.to_host();
+    for (int step = 0; step < 2; ++step) {
+      nn::Tensor<f32> one = tensor({1, C}, 44 + uint32_t(step));
+      b->decode(ctx, one, nn::Tensor<i32>(target(), {1}, std::vector<int32_t>{3 + step}), ws.rows(1));
+      std::vector<float> h = one.to_host();
+      all.insert(all.end(), h.begin(), h.end());
+    }
+    outs.push_back(all);
+  }
+  CHECK(outs[0] == outs[1]);
+}
+
 TEST_CASE("blocks refuse tensors of the wrong shape, naming the block and the argument") {
   nn::Context ctx(target());
   nn::Linear<f32, Epilogue::Bias> linear(ctx, tensor({64, 128}, 1), tensor({128}, 2));

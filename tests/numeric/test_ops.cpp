@@ -650,7 +650,9 @@ TEST_CASE_TEMPLATE("few-row product on the transposed weight adds its partial ti
     // Twice, each time adding the product to c: the last program of each
     // column tile resets its counter for the next launch.
     for (int launch = 1; launch <= 2; ++launch) {
-      k.launch(Grid(ceil_div(N, BN), splits), dx(), dw(), dbias(), dc(), dc(), dp(), dn(), M, N, K);
+      // The second launch also prefetches (the weight): nothing computed changes.
+      k.launch(Grid(ceil_div(N, BN), splits), dx(), dw(), dbias(), dc(), dc(), dp(), dn(), M, N, K, dw(),
+               launch == 2 ? int(wt.size()) : 0);
       std::vector<double> expect(want.size());
       for (std::size_t i = 0; i < want.size(); ++i)
         expect[i] = double(float(res[i])) + launch * want[i];
@@ -717,15 +719,15 @@ TEST_CASE_TEMPLATE("few-row products after a fused layernorm: MLP up with gelu, 
     Mem dkc(kc);
     Mem dvc(vc);
     up.launch(Grid(ceil_div(N, BN), splits), dx(), dg(), dbeta(), dwt(), dbias(), dout(), dp(), dn(), M, N, K,
-              1e-5f);
+              1e-5f, dwt(), int(wt.size()));
     check(dout.fetch(), gelu, tol, tol);
     CHECK(dn.fetch() == std::vector<int32_t>(counter.size(), 0));
     head.launch(Grid(ceil_div(N, BN), splits), dx(), dg(), dbeta(), dwt(), dbias(), dout(), dp(), dn(), M, N, K,
-                1e-5f);
+                1e-5f, dwt(), 0);
     check(dout.fetch(), plain, tol, tol);
     CHECK(dn.fetch() == std::vector<int32_t>(counter.size(), 0));
     qkvk.launch(Grid(ceil_div(N, BN), splits), dx(), dg(), dbeta(), dwt(), dbias(), dout(), dp(), dn(), dpos(),
-                dkc(), dvc(), M, N, K, Tmax, 1e-5f);
+                dkc(), dvc(), M, N, K, Tmax, 1e-5f, dwt(), int(wt.size()));
     check(dout.fetch(), product, tol, tol);
     CHECK(dn.fetch() == std::vector<int32_t>(counter.size(), 0));
     std::vector<double> wk(kc.size(), -1.0), wv(vc.size(), -1.0);
@@ -746,7 +748,7 @@ TEST_CASE_TEMPLATE("few-row products after a fused layernorm: MLP up with gelu, 
     Mem dkc2(kc2);
     Mem dvc2(vc2);
     plainQkv.launch(Grid(ceil_div(N, BN), splits), dnt(), dg(), dbeta(), dwt(), dbias(), dout2(), dp(), dn(),
-                    dpos(), dkc2(), dvc2(), M, N, K, Tmax, 1e-5f);
+                    dpos(), dkc2(), dvc2(), M, N, K, Tmax, 1e-5f, dwt(), 0);
     check(dout2.fetch(), product, tol, tol);
     CHECK(dn.fetch() == std::vector<int32_t>(counter.size(), 0));
     check(dkc2.fetch(), wk, tol, tol);
@@ -943,7 +945,10 @@ TEST_CASE_TEMPLATE("decode linear: layernorm, product, bias and gelu in one kern
   Mem dwt(wt);
   Mem dbias(bias);
   Mem dout(out);
-  k.launch(Grid(ceil_div(N, 8)), dx(), dg(), dbeta(), dwt(), dbias(), dout(), dout(), M, N, 1e-5f);
+  // The grid also prefetches a range (the weight itself): a hint that
+  // changes nothing computed.
+  k.launch(Grid(ceil_div(N, 8)), dx(), dg(), dbeta(), dwt(), dbias(), dout(), dout(), M, N, 1e-5f, dwt(),
+           int(wt.size()));
   auto normed = ref::layernorm(x, g, beta, M, K, 1e-5);
   std::vector<float> nf(normed.begin(), normed.end());
   std::vector<float> bf(b.begin(), b.end()), biasf(bias.begin(), bias.end());
@@ -967,7 +972,7 @@ TEST_CASE_TEMPLATE("decode linear: product, bias and residual in place", T, floa
   Mem dwt(wt);
   Mem dbias(bias);
   Mem dio(io);
-  k.launch(Grid(ceil_div(N, 4)), da(), da(), da(), dwt(), dbias(), dio(), dio(), M, N, 0.0f);
+  k.launch(Grid(ceil_div(N, 4)), da(), da(), da(), dwt(), dbias(), dio(), dio(), M, N, 0.0f, dwt(), 0);
   auto want = ref::matmul(a, b, M, N, K);
   for (int m = 0; m < M; ++m)
     for (int n = 0; n < N; ++n)
@@ -999,7 +1004,7 @@ TEST_CASE("decode QKV: layernorm, product and bias, with k and v written to the 
   Mem dvc(vc);
   Mem dpos(pos);
   k.launch(Grid(ceil_div(N, 8)), dx(), dg(), dbeta(), dwt(), dbias(), dqkv(), dpos(), dkc(), dvc(),
-           M, N, Tmax, 1e-5f);
+           M, N, Tmax, 1e-5f, dx(), int(x.size()));
   auto normed = ref::layernorm(x, g, beta, M, K, 1e-5);
   std::vector<float> nf(normed.begin(), normed.end());
   auto want = ref::matmul(nf, b, M, N, K);

@@ -185,6 +185,25 @@ TEST_CASE("decode linear layers stream their weights with 16-byte loads") {
   check_kernel<ops::DecodeLinear<f16, 8, 4, 3072, 256, false, DecodeEpilogue::BiasResidual>>("ld.global.v4");
 }
 
+TEST_CASE("decode and few-row products bring a later kernel's weights into L2 before they wait") {
+  using ops::DecodeEpilogue;
+  // prefetch_share: predicated L2 prefetches, issued after the program's own
+  // weight loads and before griddepcontrol.wait, so they overlap the
+  // previous kernel's tail like the weight loads do.
+  for (const std::string &ptx :
+       {check_kernel<ops::DecodeLinear<f16, 1, 4, 3072, 256, false, DecodeEpilogue::BiasResidual>>(
+            "prefetch.global.L2"),
+        check_kernel<ops::DecodeQkv<f16, 1, 8, 768, 256>>("prefetch.global.L2"),
+        check_kernel<ops::FewRowsLinear<f16, 16, 32, 256, 3, ops::Epilogue::BiasResidual>>("prefetch.global.L2"),
+        check_kernel<ops::FewRowsQkv<f16, 16, 32, 256, 3, false>>("prefetch.global.L2")}) {
+    auto prefetch = ptx.find("prefetch.global.L2"), wait = ptx.find("griddepcontrol.wait");
+    auto load = ptx.find("ld.global.v4");
+    REQUIRE(wait != std::string::npos);
+    CHECK(load < prefetch);
+    CHECK(prefetch < wait);
+  }
+}
+
 TEST_CASE("decode products contract into fma and stay within the register file") {
   using ops::DecodeEpilogue;
   auto one = check_kernel<ops::DecodeLinear<f16, 1, 4, 3072, 256, false, DecodeEpilogue::BiasResidual>>(

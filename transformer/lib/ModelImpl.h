@@ -182,6 +182,10 @@ template <class D> struct ModelImpl final : Model::Impl {
     lmHead.emplace(ctx, std::move(lnf), upload(hostCopy(w.wte, /*transposed=*/true), {C, V}),
                    decodeCopies ? wte : Tensor<D>{}, Widths<CW>{}, opts.few_row_products,
                    opts.few_row_fusion);
+    if (opts.prefetch_weights)
+      for (std::size_t i = 0; i < layers.size(); ++i)
+        layers[i].set_decode_prefetch(i + 1 < layers.size() ? layers[i + 1].attention().weight_t()
+                                                             : lmHead->weight_t());
     gather.emplace(ctx);
     sampler.emplace(ctx);
 

@@ -154,3 +154,14 @@ func.func @test_grid_dependency() {
   kiln.grid_dependency_wait
   return
 }
+
+// -----
+
+// An L2 prefetch is a hint with nothing to act on here: it is dropped.
+// CHECK-LABEL: func.func @test_prefetch
+// CHECK-NOT: kiln.
+// CHECK: return
+func.func @test_prefetch(%w: !kiln.ptr<f16>) {
+  kiln.prefetch %w : !kiln.ptr<f16>
+  return
+}

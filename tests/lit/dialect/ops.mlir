@@ -97,3 +97,12 @@ func.func @test_grid_dependency() attributes {kiln.kernel} {
   kiln.grid_dependency_wait
   return
 }
+
+// CHECK-LABEL: func.func @test_prefetch
+func.func @test_prefetch(%p: tensor<64x!kiln.ptr<f16>>, %m: tensor<64xi1>, %q: !kiln.ptr<f32>) attributes {kiln.kernel} {
+  // CHECK: kiln.prefetch %{{.*}}, %{{.*}} : tensor<64x!kiln.ptr<f16>>
+  kiln.prefetch %p, %m : tensor<64x!kiln.ptr<f16>>
+  // CHECK: kiln.prefetch %{{.*}} : !kiln.ptr<f32>
+  kiln.prefetch %q : !kiln.ptr<f32>
+  return
+}

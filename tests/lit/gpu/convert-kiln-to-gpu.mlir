@@ -527,6 +527,40 @@ func.func @test_grid_dependency(%w: !kiln.ptr<f32>, %x: !kiln.ptr<f32>, %y: !kil
 
 // -----
 
+// An L2 prefetch per element a thread holds (here two a thread, 64 lines
+// apart for 128-byte lines of f16), predicated on the mask where there is
+// one; a scalar is prefetched by thread 0 alone. A kernel with only
+// prefetches is not a dependent launch.
+// CHECK-NOT: @kiln_dependent_launch
+// CHECK-LABEL: gpu.func @test_prefetch
+// CHECK: llvm.inline_asm has_side_effects "@$1 prefetch.global.L2 [$0];", "l,b" %{{.*}}, %{{.*}} : (i64, i1) -> ()
+// CHECK: llvm.inline_asm has_side_effects "@$1 prefetch.global.L2 [$0];", "l,b" %{{.*}}, %{{.*}} : (i64, i1) -> ()
+// CHECK-NOT: prefetch.global
+// CHECK: llvm.inline_asm has_side_effects "prefetch.global.L2 [$0];", "l" %{{.*}} : (i64) -> ()
+// CHECK: llvm.inline_asm has_side_effects "prefetch.global.L2 [$0];", "l" %{{.*}} : (i64) -> ()
+// CHECK-NOT: prefetch.global
+// CHECK: llvm.inline_asm has_side_effects "@$1 prefetch.global.L2 [$0];", "l,b" %{{.*}}, %{{.*}} : (i64, i1) -> ()
+// CHECK-NOT: prefetch.global
+// CHECK: gpu.return
+// SM80-LABEL: gpu.func @test_prefetch
+// SM80: prefetch.global.L2
+func.func @test_prefetch(%w: !kiln.ptr<f16>, %n: i32) attributes {kiln.kernel} {
+  %r = kiln.make_range 0 to 64 : tensor<64xi32>
+  %c64 = arith.constant 64 : i32
+  %line = kiln.splat %c64 : tensor<64xi32>
+  %off = arith.muli %r, %line : tensor<64xi32>
+  %ns = kiln.splat %n : tensor<64xi32>
+  %m = arith.cmpi slt, %off, %ns : tensor<64xi32>
+  %ws = kiln.splat %w : tensor<64x!kiln.ptr<f16>>
+  %p = kiln.addptr %ws, %off : tensor<64x!kiln.ptr<f16>>, tensor<64xi32>
+  kiln.prefetch %p, %m : tensor<64x!kiln.ptr<f16>>
+  kiln.prefetch %p : tensor<64x!kiln.ptr<f16>>
+  kiln.prefetch %w : !kiln.ptr<f16>
+  return
+}
+
+// -----
+
 // A kernel without a wait is launched the ordinary way: no record.
 // CHECK-NOT: @kiln_dependent_launch
 // CHECK-LABEL: gpu.func @test_no_grid_dependency

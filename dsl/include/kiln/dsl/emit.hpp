@@ -55,6 +55,7 @@ V select(V cond, V a, V b);
 V addptr(V ptr, V offset);
 V load(V ptr, V mask, V other);
 void store(V ptr, V value, V mask);
+void prefetch(V ptr, V mask);
 V atomic_add(V ptr, V value);
 void grid_dependency_wait();
 void launch_dependents();

@@ -420,6 +420,22 @@ void store(Tile<ptr<E>, D...> p, X value, Tile<i1, M...> mask) {
                 detail::to_shape<Tile<i1, D...>>(mask).v);
 }
 
+/// Brings the cache line behind each pointer (where `mask` holds) into the
+/// GPU's L2 cache and goes on at once: a hint that changes no result (the
+/// CPU backend drops it). One pointer a 128-byte line is enough. A kernel
+/// uses it to start reading what a later kernel will read, such as the
+/// next layer's weights during a decode step.
+template <class E, int... D> void prefetch(Tile<ptr<E>, D...> p) { detail::prefetch(p.v, {}); }
+
+/// Masked prefetch: only the lines of elements whose mask bit is true.
+template <class E, int... D, int... M> void prefetch(Tile<ptr<E>, D...> p, Tile<i1, M...> mask) {
+  using P = Tile<ptr<E>, D...>;
+  using Bc = detail::Broadcast<Tile<i1, M...>, P>;
+  static_assert(Bc::ok && std::is_same_v<typename Bc::template tile<ptr<E>>, P>,
+                "kiln::prefetch: mask shape must broadcast to the pointer tile's shape");
+  detail::prefetch(p.v, detail::to_shape<Tile<i1, D...>>(mask).v);
+}
+
 /// Adds `value` to the i32 at `p` once for the whole program and returns
 /// the previous value. Acquire-release at GPU scope: the stores this program
 /// made before are visible to any program that later adds to the same

@@ -227,6 +227,28 @@ def Kiln_StoreOp : Kiln_Op<"store", [
   let assemblyFormat = "$ptr `,` $value (`,` $mask^)? attr-dict `:` type($ptr)";
 }
 
+def Kiln_PrefetchOp : Kiln_Op<"prefetch", [
+    OptionalTypesMatchWith<"mask has the pointer shape", "ptr", "mask",
+                   "::kiln::getMaskType($_self)">]> {
+  let summary = "bring the lines behind pointers into L2 (a hint)";
+  let description = [{
+    Asks the memory system to bring the cache line holding each pointee
+    (where the optional mask is true) into the GPU's L2 cache, without
+    waiting for it and without a result: a later load of that line, by any
+    program or by a later kernel, finds it in L2. It changes no value the
+    kernel computes; backends without such a hint drop it. A decode step
+    uses it to stream the weights of the kernels after this one while this
+    one works.
+
+    ```mlir
+    kiln.prefetch %p, %m : tensor<128x!kiln.ptr<f16>>
+    ```
+  }];
+  // No declared memory effects: the op must survive dead-code elimination.
+  let arguments = (ins Kiln_PtrLike:$ptr, Optional<Kiln_MaskLike>:$mask);
+  let assemblyFormat = "$ptr (`,` $mask^)? attr-dict `:` type($ptr)";
+}
+
 def Kiln_AtomicAddOp : Kiln_Op<"atomic_add"> {
   let summary = "add to an i32 in global memory, once per program";
   let description = [{

@@ -3,6 +3,7 @@
 
 #include "kiln/kiln.hpp"
 #include "kiln/ops/elementwise.hpp"
+#include "kiln/ops/gemv.hpp"
 #include "kiln/ops/matmul.hpp"
 
 #include <optional>
@@ -279,12 +280,15 @@ namespace detail {
 /// layernorm would store it). Rows past M and columns past K read nothing.
 ///
 /// The weight panel (and the layernorm weights of its K range) are loaded
-/// first, all C chunks of 16-byte loads at once; then the program waits on
-/// the previous kernel (grid_dependency_wait), calls `afterWait` (the
-/// caller's loads of what earlier kernels write) and reads x.
+/// first, all C chunks of 16-byte loads at once, then this program's share
+/// of the `pf_count` elements from `pf` are brought into L2 (a later
+/// kernel's weights; none when 0); then the program waits on the previous
+/// kernel (grid_dependency_wait), calls `afterWait` (the caller's loads of
+/// what earlier kernels write) and reads x.
 template <class T, int BR, int BN, int KC, int C, bool LN, class AfterWait>
 Tile<f32, BN, BR> few_rows_product(Ptr<T> x, Ptr<T> lnw, Ptr<T> lnb, Ptr<T> wt, I32 M, I32 N, I32 K,
-                                   F32 eps, Tile<i32, BN> rn, I32 lo, AfterWait afterWait) {
+                                   F32 eps, Tile<i32, BN> rn, I32 lo, Ptr<T> pf, I32 pf_count,
+                                   AfterWait afterWait) {
   auto ck = arange<KC>();
   auto xr = expand_dims<1>(arange<BR>()); // (BR, 1): rows of x
   auto live = xr < M;
@@ -300,6 +304,7 @@ Tile<f32, BN, BR> few_rows_product(Ptr<T> x, Ptr<T> lnw, Ptr<T> lnb, Ptr<T> wt, 
       gs.push_back(load(lnw + kAt(q), kAt(q) < K, 0));
       bs.push_back(load(lnb + kAt(q), kAt(q) < K, 0));
     }
+  prefetch_share(pf, pf_count);
   grid_dependency_wait();
   afterWait();
   // With LN, each row's statistics over the whole of K (the panel may cover
@@ -399,7 +404,9 @@ void few_rows_finish(Tile<f32, BN, BR> acc, Ptr<f32> partial, Ptr<i32> counter, 
 /// last program of a column tile adds the partial tiles
 /// (detail::few_rows_finish: `partial` [S, N, BR] f32, `counter` [cdiv(N,
 /// BN)] zero between launches). The epilogue: + bias, then gelu; or + bias
-/// + res, where `res` may be `c`. c is [M, N].
+/// + res, where `res` may be `c`. c is [M, N]. The grid also brings the
+/// `pf_count` elements from `pf` into L2 (a later kernel's weights; none
+/// when 0), each program its share, after its panel.
 /// Grid: (cdiv(N, BN), S) with S = cdiv(K, C * KC).
 template <class T, int BR_, int BN_, int KC_, int C_, Epilogue E> struct FewRowsLinear {
   static constexpr int BR = BR_, BN = BN_, KC = KC_, C = C_;
@@ -418,7 +425,7 @@ template <class T, int BR_, int BN_, int KC_, int C_, Epilogue E> struct FewRows
   static constexpr int splits(int K) { return (K + C * KC - 1) / (C * KC); }
 
   void operator()(Ptr<T> x, Ptr<T> wt, Ptr<T> bias, Ptr<T> res, Ptr<T> c, Ptr<f32> partial,
-                  Ptr<i32> counter, I32 M, I32 N, I32 K) const {
+                  Ptr<i32> counter, I32 M, I32 N, I32 K, Ptr<T> pf, I32 pf_count) const {
     launch_dependents();
     auto rn = program_id(0) * BN + arange<BN>(); // output columns: weight rows
     // The bias with the weight panel: nothing an earlier kernel writes.
@@ -426,7 +433,7 @@ template <class T, int BR_, int BN_, int KC_, int C_, Epilogue E> struct FewRows
     if constexpr (E != Epilogue::None)
       bv = cast<f32>(load(bias + rn, rn < N, 0));
     auto acc = detail::few_rows_product<T, BR, BN, KC, C, false>(x, x, x, wt, M, N, K, F32(0.0f), rn,
-                                                                 program_id(1) * (C * KC), [] {});
+                                                                 program_id(1) * (C * KC), pf, pf_count, [] {});
     auto cols = expand_dims<1>(rn);           // (BN, 1)
     auto rows = expand_dims<0>(arange<BR>()); // (1, BR)
     auto inside = (cols < N) & (rows < M);
@@ -445,7 +452,7 @@ template <class T, int BR_, int BN_, int KC_, int C_, Epilogue E> struct FewRows
 /// FewRowsLinear after a layernorm of x (weights lnw, lnb; eps), fused:
 /// `c = E(layernorm(x) @ wt^T)` with E = None (`bias` is not read), Bias or
 /// BiasGelu. Each program computes the statistics of the rows over the
-/// whole of K.
+/// whole of K. Prefetches like FewRowsLinear.
 /// Grid: (cdiv(N, BN), cdiv(K, C * KC)).
 template <class T, int BR_, int BN_, int KC_, int C_, Epilogue E> struct FewRowsNormLinear {
   static_assert(E != Epilogue::BiasResidual, "FewRowsNormLinear: None, Bias or BiasGelu");
@@ -457,14 +464,14 @@ template <class T, int BR_, int BN_, int KC_, int C_, Epilogue E> struct FewRows
   static constexpr int splits(int K) { return Plain::splits(K); }
 
   void operator()(Ptr<T> x, Ptr<T> lnw, Ptr<T> lnb, Ptr<T> wt, Ptr<T> bias, Ptr<T> c, Ptr<f32> partial,
-                  Ptr<i32> counter, I32 M, I32 N, I32 K, F32 eps) const {
+                  Ptr<i32> counter, I32 M, I32 N, I32 K, F32 eps, Ptr<T> pf, I32 pf_count) const {
     launch_dependents();
     auto rn = program_id(0) * BN + arange<BN>();
     std::optional<Tile<f32, BN>> bv;
     if constexpr (E != Epilogue::None)
       bv = cast<f32>(load(bias + rn, rn < N, 0));
     auto acc = detail::few_rows_product<T, BR, BN, KC, C, true>(x, lnw, lnb, wt, M, N, K, eps, rn,
-                                                                program_id(1) * (C * KC), [] {});
+                                                                program_id(1) * (C * KC), pf, pf_count, [] {});
     auto cols = expand_dims<1>(rn);
     auto rows = expand_dims<0>(arange<BR>());
     auto inside = (cols < N) & (rows < M);
@@ -484,7 +491,7 @@ template <class T, int BR_, int BN_, int KC_, int C_, Epilogue E> struct FewRows
 /// and v parts also go into the caches at row m * Tmax + pos[m] of
 /// sequence m: no layernorm and no cache-write launch. Without LN, x is
 /// already normalised (`qkv = x @ wt^T + bias`; lnw, lnb and eps are not
-/// read): no cache-write launch.
+/// read): no cache-write launch. Prefetches like FewRowsLinear.
 /// Grid: (cdiv(N, BN), cdiv(K, C * KC)).
 template <class T, int BR_, int BN_, int KC_, int C_, bool LN = true> struct FewRowsQkv {
   using Plain = FewRowsLinear<T, BR_, BN_, KC_, C_, Epilogue::Bias>;
@@ -496,14 +503,15 @@ template <class T, int BR_, int BN_, int KC_, int C_, bool LN = true> struct Few
 
   void operator()(Ptr<T> x, Ptr<T> lnw, Ptr<T> lnb, Ptr<T> wt, Ptr<T> bias, Ptr<T> qkv, Ptr<f32> partial,
                   Ptr<i32> counter, Ptr<i32> pos, Ptr<T> kc, Ptr<T> vc, I32 M, I32 N, I32 K, I32 Tmax,
-                  F32 eps) const {
+                  F32 eps, Ptr<T> pf, I32 pf_count) const {
     launch_dependents();
     auto rn = program_id(0) * BN + arange<BN>();
     auto bv = cast<f32>(load(bias + rn, rn < N, 0));
     auto rm = arange<BR>();
     std::optional<Tile<i32, BR>> at;
     auto acc = detail::few_rows_product<T, BR, BN, KC, C, LN>(
-        x, lnw, lnb, wt, M, N, K, eps, rn, program_id(1) * (C * KC), [&] { at = load(pos + rm, rm < M, 0); });
+        x, lnw, lnb, wt, M, N, K, eps, rn, program_id(1) * (C * KC), pf, pf_count,
+        [&] { at = load(pos + rm, rm < M, 0); });
     auto cols = expand_dims<1>(rn);
     auto rows = expand_dims<0>(rm);
     auto inside = (cols < N) & (rows < M);

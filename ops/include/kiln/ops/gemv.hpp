@@ -35,9 +35,12 @@ namespace detail {
 /// (grid_dependency_wait), calls `afterWait` (the caller's loads of what
 /// earlier kernels write) and only then reads the activations. The weight
 /// loads of this kernel are thus in flight while the previous one ends.
-template <class T, int BM, int BN, int K, int KC, bool LN, class AfterWait>
+/// `beforeWait` runs between the weight loads and the wait (prefetches of
+/// later kernels' weights).
+template <class T, int BM, int BN, int K, int KC, bool LN, class BeforeWait, class AfterWait>
 std::vector<Tile<f32, BN>> decode_rows(Ptr<T> x, Ptr<T> lnw, Ptr<T> lnb, Ptr<T> wt, I32 M,
-                                          I32 N, F32 eps, Tile<i32, BN> rn, AfterWait afterWait) {
+                                          I32 N, F32 eps, Tile<i32, BN> rn, BeforeWait beforeWait,
+                                          AfterWait afterWait) {
   static_assert(BM >= 1 && KC % 8 == 0, "decode_rows: BM >= 1 and chunks of whole 16-byte groups");
   constexpr int chunks = (K + KC - 1) / KC;
   constexpr bool ragged = K % KC != 0;
@@ -85,6 +88,7 @@ std::vector<Tile<f32, BN>> decode_rows(Ptr<T> x, Ptr<T> lnw, Ptr<T> lnb, Ptr<T> 
       gs.push_back(alongK(lnw, c));
       bs.push_back(alongK(lnb, c));
     }
+  beforeWait();
   grid_dependency_wait();
   afterWait();
   if constexpr (preload)
@@ -156,13 +160,31 @@ template <int BN> Tile<i1, BN> row_mask(Tile<i32, BN> rn, I32 M, I32 N, int m) {
   return rn < minimum(N, (M - m) * N);
 }
 
+/// Brings this program's share of `count` elements from `p` into L2: the
+/// 128-byte lines of the range split evenly over the programs of a grid of
+/// one or two axes, LINES lines a step. Nothing when count is 0.
+template <class T, int LINES = 256> void prefetch_share(Ptr<T> p, I32 count) {
+  constexpr int perLine = 128 / int(sizeof(typename T::host));
+  auto lines = cdiv(count, I32(perLine));
+  auto share = cdiv(lines, num_programs(0) * num_programs(1));
+  auto lo = (program_id(1) * num_programs(0) + program_id(0)) * share;
+  auto hi = minimum(lo + share, lines);
+  auto l = arange<LINES>();
+  for_range(lo, hi, LINES, [&](I32 l0) {
+    auto line = l0 + l;
+    prefetch(p + line * perLine, line < hi);
+  });
+}
+
 } // namespace detail
 
 enum class DecodeEpilogue { None, Bias, BiasGelu, BiasResidual };
 
 /// `out = in @ wt^T` (+ bias, then gelu; or + bias + res, where `res` may be
 /// `out`: each program reads its residual columns before any of its stores,
-/// and only this program touches those columns).
+/// and only this program touches those columns). The grid also brings the
+/// `pf_count` elements from `pf` into L2 (a later kernel's weights; none
+/// when 0), each program its share, after its own weight loads.
 template <class T, int BM_, int BN_, int K_, int KC_, bool LN_, DecodeEpilogue E_>
 struct DecodeLinear {
   static constexpr int BM = BM_, BN = BN_, K = K_, KC = KC_;
@@ -170,14 +192,15 @@ struct DecodeLinear {
     return detail::decode_feasible<T, BM_, BN_, K_, KC_, LN_>(warps, stages, schedule);
   }
   void operator()(Ptr<T> x, Ptr<T> lnw, Ptr<T> lnb, Ptr<T> wt, Ptr<T> bias, Ptr<T> res,
-                  Ptr<T> out, I32 M, I32 N, F32 eps) const {
+                  Ptr<T> out, I32 M, I32 N, F32 eps, Ptr<T> pf, I32 pf_count) const {
     launch_dependents();
     auto rn = program_id(0) * BN + arange<BN>();
     std::optional<Tile<f32, BN>> bv;
     if constexpr (E_ != DecodeEpilogue::None)
       bv = cast<f32>(load(bias + rn, rn < N, 0));
     std::vector<Tile<f32, BN>> r;
-    auto acc = detail::decode_rows<T, BM, BN, K, KC, LN_>(x, lnw, lnb, wt, M, N, eps, rn, [&] {
+    auto prefetchLater = [&] { detail::prefetch_share(pf, pf_count); };
+    auto acc = detail::decode_rows<T, BM, BN, K, KC, LN_>(x, lnw, lnb, wt, M, N, eps, rn, prefetchLater, [&] {
       if constexpr (E_ == DecodeEpilogue::BiasResidual)
         for (int m = 0; m < BM; ++m)
           r.push_back(cast<f32>(load(res + m * N + rn, detail::row_mask(rn, M, N, m), 0)));
@@ -197,21 +220,23 @@ struct DecodeLinear {
 
 /// The QKV projection of a decode step: `qkv = layernorm(x) @ wt^T + bias`,
 /// whose k and v parts (N = 3C) also go into the caches at row
-/// m * Tmax + pos[m]: no cache-write launch.
+/// m * Tmax + pos[m]: no cache-write launch. Prefetches like DecodeLinear.
 template <class T, int BM_, int BN_, int K_, int KC_> struct DecodeQkv {
   static constexpr int BM = BM_, BN = BN_, K = K_, KC = KC_;
   static constexpr bool feasible(int warps, int stages, int schedule) {
     return detail::decode_feasible<T, BM_, BN_, K_, KC_, true>(warps, stages, schedule);
   }
   void operator()(Ptr<T> x, Ptr<T> lnw, Ptr<T> lnb, Ptr<T> wt, Ptr<T> bias, Ptr<T> qkv,
-                  Ptr<i32> pos, Ptr<T> kc, Ptr<T> vc, I32 M, I32 N, I32 Tmax, F32 eps) const {
+                  Ptr<i32> pos, Ptr<T> kc, Ptr<T> vc, I32 M, I32 N, I32 Tmax, F32 eps, Ptr<T> pf,
+                  I32 pf_count) const {
     launch_dependents();
     auto rn = program_id(0) * BN + arange<BN>();
     // Everything the epilogue reads is loaded first, with the weights (the
     // positions once the previous kernel is done).
     auto bv = cast<f32>(load(bias + rn, rn < N, 0));
     std::vector<I32> at;
-    auto acc = detail::decode_rows<T, BM, BN, K, KC, true>(x, lnw, lnb, wt, M, N, eps, rn, [&] {
+    auto prefetchLater = [&] { detail::prefetch_share(pf, pf_count); };
+    auto acc = detail::decode_rows<T, BM, BN, K, KC, true>(x, lnw, lnb, wt, M, N, eps, rn, prefetchLater, [&] {
       for (int m = 0; m < BM; ++m)
         at.push_back(load(pos + minimum(I32(m), M - 1)));
     });

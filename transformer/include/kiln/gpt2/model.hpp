@@ -58,6 +58,11 @@ struct ModelOptions {
   /// 124M, bench/README.md): each layernorm and the cache write are
   /// launches of their own (8 a layer).
   bool few_row_fusion = false;
+  /// Each decode-step kernel of a product (ops::DecodeLinear, ops::DecodeQkv:
+  /// steps of up to decode_kernel_rows sequences) brings the next product's
+  /// weight into L2 while it runs, the last block's the LM head's first
+  /// 24 MB, so that each product finds its weight in L2 (kiln.prefetch).
+  bool prefetch_weights = false;
 };
 
 /// torch.compile's modes, kiln's way:

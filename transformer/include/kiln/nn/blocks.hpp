@@ -236,6 +236,23 @@ struct FewRowsPlan {
   Grid grid() const { return Grid(tiles, splits); }
 };
 
+/// The most bytes a decode-step kernel brings into L2 for a later one:
+/// about half the L2 of an H100 or H200 (the LM head's 77 MB are read
+/// from their start).
+inline constexpr int64_t kMaxPrefetchBytes = int64_t(24) << 20;
+
+/// The weights of a later kernel that a decode-step kernel brings into L2
+/// while it runs (ops::DecodeLinear's pf, pf_count): none by default.
+template <class D> struct Prefetch {
+  Tensor<D> next;
+  /// The kernel's pointer argument: next's data, or `none` when there is nothing.
+  typename D::host *ptr(typename D::host *none) const { return next.empty() ? none : next.data(); }
+  int count() const {
+    int64_t most = kMaxPrefetchBytes / int64_t(sizeof(typename D::host));
+    return next.empty() ? 0 : int(std::min(next.numel(), most));
+  }
+};
+
 } // namespace detail
 
 //===----------------------------------------------------------------------===//
@@ -474,6 +491,11 @@ public:
   /// The weight as [N, K] (the decode and few-row kernels'); may be empty.
   const Tensor<D> &weight_t() const { return weightT_; }
   const std::string &name() const { return name_; }
+  /// While its decode-step kernel (ops::DecodeLinear) runs, the product
+  /// also brings `next` into L2 (the weights of a later kernel, at most
+  /// detail::kMaxPrefetchBytes of them); an empty tensor: nothing.
+  void set_decode_prefetch(Tensor<D> next) { prefetch_.next = std::move(next); }
+  const Tensor<D> &decode_prefetch() const { return prefetch_.next; }
 
   /// Rows a tuned configuration serves: products of M rows use the one
   /// tuned for rows_bucket(M), the next power of two from 16.
@@ -644,7 +666,7 @@ private:
     auto *b = bias_.empty() ? x.data() : bias_.data();
     auto *r = res ? res->data() : out.data();
     f(Grid(ceil_div(N, KK::BN)), x.data(), x.data(), x.data(), weightT_.data(), b, r, out.data(),
-      int(x.dim(0)), N, 1e-5f);
+      int(x.dim(0)), N, 1e-5f, prefetch_.ptr(weightT_.data()), prefetch_.count());
   }
 
   template <class KK>
@@ -684,7 +706,8 @@ private:
         auto *b = self.bias_.empty() ? x.data() : self.bias_.data();
         const detail::FewRowsPlan &p = self.fewPlan_;
         k(c, p.grid(), x.data(), self.weightT_.data(), b, res ? res->data() : out.data(), out.data(),
-          p.partial.data(), p.counter.data(), int(x.dim(0)), int(self.out_features()), int(self.in_features()));
+          p.partial.data(), p.counter.data(), int(x.dim(0)), int(self.out_features()), int(self.in_features()),
+          self.prefetch_.ptr(self.weightT_.data()), self.prefetch_.count());
       };
       fewPlan_ = detail::FewRowsPlan(ctx.target(), out_features(), in_features(), BN, C * KC, kFewRows);
     });
@@ -714,6 +737,7 @@ private:
 
   Tensor<D> weight_, bias_, weightT_;
   LinearOptions options_;
+  detail::Prefetch<D> prefetch_;
   bool gpu_;
   std::string name_;
   std::optional<Handle<Big>> big_;
@@ -748,11 +772,11 @@ public:
       options.num_warps = warps;
       auto k = ctx.kernel<F>(role + "_ln_few", options);
       launch_ = [k](const FewRowsNorm &self, Context &c, const LayerNorm<D> &ln, const Tensor<D> &wt,
-                    const Tensor<D> &bias, const Tensor<D> &x, const Tensor<D> &out) {
+                    const Tensor<D> &bias, const Tensor<D> &x, const Tensor<D> &out, const Prefetch<D> &pf) {
         const FewRowsPlan &p = self.plan_;
         k(c, p.grid(), x.data(), ln.weight().data(), ln.bias().data(), wt.data(),
           bias.empty() ? x.data() : bias.data(), out.data(), p.partial.data(), p.counter.data(), int(x.dim(0)),
-          int(wt.dim(0)), int(wt.dim(1)), ln.eps());
+          int(wt.dim(0)), int(wt.dim(1)), ln.eps(), pf.ptr(wt.data()), pf.count());
       };
       plan_ = FewRowsPlan(ctx.target(), N, K, BN, C * KC, kFewRows);
     });
@@ -760,14 +784,15 @@ public:
   explicit operator bool() const { return bool(launch_); }
   /// out [R, N] from x [R, K], the layernorm `ln`, wt [N, K] and bias [N]
   /// (empty for None).
+  /// The grid also brings `pf` into L2.
   void operator()(Context &ctx, const LayerNorm<D> &ln, const Tensor<D> &wt, const Tensor<D> &bias,
-                  const Tensor<D> &x, const Tensor<D> &out) const {
-    launch_(*this, ctx, ln, wt, bias, x, out);
+                  const Tensor<D> &x, const Tensor<D> &out, const Prefetch<D> &pf = Prefetch<D>{}) const {
+    launch_(*this, ctx, ln, wt, bias, x, out, pf);
   }
 
 private:
   std::function<void(const FewRowsNorm &, Context &, const LayerNorm<D> &, const Tensor<D> &, const Tensor<D> &,
-                     const Tensor<D> &, const Tensor<D> &)>
+                     const Tensor<D> &, const Tensor<D> &, const Prefetch<D> &)>
       launch_;
   FewRowsPlan plan_;
 };
@@ -842,6 +867,15 @@ public:
   }
   const LayerNorm<D> &layernorm() const { return ln_; }
   const Linear<D, E> &linear() const { return linear_; }
+  /// The weight as [N, K] (the decode and few-row kernels'); may be empty.
+  const Tensor<D> &weight_t() const { return linear_.weight_t(); }
+  /// As Linear::set_decode_prefetch, for this block's decode-step and
+  /// few-row kernels.
+  void set_decode_prefetch(Tensor<D> next) {
+    linear_.set_decode_prefetch(next);
+    prefetch_.next = std::move(next);
+  }
+  const Tensor<D> &decode_prefetch() const { return prefetch_.next; }
   /// True when products of 2 to options.few_rows rows run the fused few-row
   /// kernel (else, given few_rows, the layernorm and then ops::FewRowsLinear).
   static bool fusesFew(const LinearOptions &options, const Tensor<D> &weight_t) {
@@ -887,7 +921,7 @@ public:
     if (few(x.dim(0))) {
       expect(x, {kAny, linear_.in_features()}, linear_.name(), "x");
       expect(out, {x.dim(0), linear_.out_features()}, linear_.name(), "out");
-      return few_(ctx, ln_, linear_.weight_t(), linear_.bias(), x, out);
+      return few_(ctx, ln_, linear_.weight_t(), linear_.bias(), x, out, prefetch_);
     }
     ln_(ctx, x, normed);
     linear_(ctx, normed, out);
@@ -899,7 +933,7 @@ private:
     int N = int(linear_.out_features());
     f(Grid(ceil_div(N, KK::BN)), x.data(), ln_.weight().data(), ln_.bias().data(), weightT_.data(),
       linear_.bias().empty() ? x.data() : linear_.bias().data(), out.data(), out.data(),
-      int(x.dim(0)), N, ln_.eps());
+      int(x.dim(0)), N, ln_.eps(), prefetch_.ptr(weightT_.data()), prefetch_.count());
   }
   template <class KK>
   void launch(Context &ctx, const Handle<KK> &k, const Tensor<D> &x, const Tensor<D> &out) const {
@@ -909,6 +943,7 @@ private:
   LayerNorm<D> ln_;
   Linear<D, E> linear_;
   Tensor<D> weightT_;
+  detail::Prefetch<D> prefetch_;
   std::string role_;
   int decodeRows_ = 0; ///< rows up to which decode_ runs (1 or kDecodeRows)
   std::function<void(const NormLinear &, Context &, const Tensor<D> &, const Tensor<D> &)> decode_;
@@ -1073,6 +1108,17 @@ public:
   }
 
   int64_t features() const { return qkv_.linear().in_features(); }
+  /// w_qkv as [3C, C] (the decode and few-row kernels'); may be empty.
+  const Tensor<D> &weight_t() const { return qkvT_; }
+  const Linear<D, Epilogue::BiasResidual> &proj() const { return proj_; }
+  /// Decode steps bring each next weight into L2 while the kernel before
+  /// it runs: the QKV kernel the projection's weight, the projection's
+  /// kernel `next` (the weights of whatever runs after the block).
+  void set_decode_prefetch(Tensor<D> next) {
+    qkvPrefetch_.next = proj_.weight_t();
+    proj_.set_decode_prefetch(std::move(next));
+  }
+  const Tensor<D> &decode_prefetch() const { return qkvPrefetch_.next; }
   int heads() const { return heads_; }
   int head_dim() const { return int(features() / heads_); }
   const KvCache<D> &cache() const { return cache_; }
@@ -1176,7 +1222,7 @@ private:
         k(c, p.grid(), in->data(), ln.weight().data(), ln.bias().data(), a.qkvT_.data(),
           a.qkv_.linear().bias().data(), ws.qkv.data(), p.partial.data(), p.counter.data(), pos.data(),
           a.cache_.k.data(), a.cache_.v.data(), int(B), int(3 * a.features()), int(a.features()),
-          int(a.cache_.context()), ln.eps());
+          int(a.cache_.context()), ln.eps(), a.qkvPrefetch_.ptr(a.qkvT_.data()), a.qkvPrefetch_.count());
       };
       fewQkvPlan_ = detail::FewRowsPlan(ctx.target(), 3 * C, C, BN, CH * KC, kFewRows);
     };
@@ -1253,7 +1299,8 @@ private:
     int N = int(3 * features());
     f(Grid(ceil_div(N, KK::BN)), x.data(), ln.weight().data(), ln.bias().data(), qkvT_.data(),
       qkv_.linear().bias().data(), qkv.data(), pos.data(), cache_.k.data(), cache_.v.data(),
-      int(x.dim(0)), N, int(cache_.context()), ln.eps());
+      int(x.dim(0)), N, int(cache_.context()), ln.eps(), qkvPrefetch_.ptr(qkvT_.data()),
+      qkvPrefetch_.count());
   }
   template <class KK>
   void launchDecodeQkv(Context &ctx, const Handle<KK> &k, const Tensor<D> &x, const Tensor<i32> &pos,
@@ -1331,6 +1378,7 @@ private:
 
   NormLinear<D, Epilogue::Bias> qkv_;
   Tensor<D> qkvT_;
+  detail::Prefetch<D> qkvPrefetch_;
   Linear<D, Epilogue::BiasResidual> proj_;
   int heads_;
   KvCache<D> cache_;
@@ -1386,6 +1434,14 @@ public:
     fc_(ctx, x, ws.normed, ws.hidden);
     proj_(ctx, ws.hidden, x, x);
   }
+  const NormLinear<D, Epilogue::BiasGelu> &fc() const { return fc_; }
+  const Linear<D, Epilogue::BiasResidual> &proj() const { return proj_; }
+  /// Decode steps bring the projection's weight into L2 during the first
+  /// product's kernel, and `next` during the projection's.
+  void set_decode_prefetch(Tensor<D> next) {
+    fc_.set_decode_prefetch(proj_.weight_t());
+    proj_.set_decode_prefetch(std::move(next));
+  }
   /// Tunes both products for x.dim(0) rows, overwriting x and the workspace.
   void tune(Context &ctx, const Tensor<D> &x, const Workspace<D> &ws, bool cached_only = false) {
     fc_.tune(ctx, ws.normed, ws.hidden, cached_only);
@@ -1410,6 +1466,15 @@ public:
   TransformerBlock(CausalSelfAttention<D> attn, Mlp<D> mlp)
       : attn_(std::move(attn)), mlp_(std::move(mlp)) {}
   const CausalSelfAttention<D> &attention() const { return attn_; }
+  const Mlp<D> &mlp() const { return mlp_; }
+  /// Each decode-step product brings the next one's weight into L2 while
+  /// it runs (QKV, projection, MLP up, MLP down), the last `next`: the
+  /// weights of whatever runs after the block (the next block's QKV
+  /// weight, attention().weight_t(), or the LM head's).
+  void set_decode_prefetch(Tensor<D> next) {
+    attn_.set_decode_prefetch(mlp_.fc().weight_t());
+    mlp_.set_decode_prefetch(std::move(next));
+  }
 
   /// Tunes the block's products for x.dim(0) rows (Linear::tune), overwriting
   /// x and the workspace.
@@ -1497,6 +1562,8 @@ public:
     }
   }
   int64_t vocab() const { return linear_.out_features(); }
+  /// The product's [V, C] weight (wte), read by its decode-step kernel.
+  const Tensor<D> &weight_t() const { return linear_.weight_t(); }
   /// Tunes the head's product for normed.dim(0) rows (both tensors
   /// overwritten); nothing for rows that run the fused few-row kernel.
   void tune(Context &ctx, const Tensor<D> &normed, const Tensor<D> &logits, bool cached_only = false) {
