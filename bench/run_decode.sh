@@ -1,19 +1,24 @@
 #!/usr/bin/env bash
-# The decode measurements in one call on a machine with a GPU (kiln_bench and
+# The decode measurements (one or two calls) on a machine with a GPU (kiln_bench and
 # kiln-gpt2-bench on the PATH, PyTorch for the baselines): the row kernels
 # against the copy rate and PyTorch eager, GPT-2 124M fp16 decode steps by
 # batch next to the gpt-fast-style PyTorch model (reduce-overhead), and the
 # per-kernel times of one step at batches 1 and 8; kiln with and without the
 # decode products' L2 prefetch of the next product's weight (--prefetch).
-#   bash bench/run_decode.sh OUTDIR [BATCHES]      (BATCHES: 1,2,4,8,16)
+#   bash bench/run_decode.sh OUTDIR [BATCHES] [PART]   (BATCHES: 1,2,4,8,16;
+#       PART: rows (the kernels), model (GPT-2) or all, the default; the two
+#       parts fit one 10-minute call each)
 # writes OUTDIR/{rows.json,baselines.json,rows.md,few_rows.json,kiln.json,kiln-prefetch.json,
 # torch.jsonl,profile.json,profile-prefetch.json,decode.md} and prints rows.md
 # and decode.md.
 set -euo pipefail
 out=${1:-decode}
 batches=${2:-1,2,4,8,16}
+part=${3:-all}
 here=$(dirname "$0")
+case "$part" in rows | model | all) ;; *) echo "run_decode.sh: PART is rows, model or all, not '$part'" >&2; exit 2 ;; esac
 mkdir -p "$out"
+if [[ "$part" != model ]]; then
 kiln_bench --benchmark_filter='BM_softmax|BM_layernorm' --benchmark_format=json > "$out/rows.json" \
   2> "$out/rows.log"
 python3 "$here/baselines.py" > "$out/baselines.json" 2> "$out/baselines.log"
@@ -22,6 +27,9 @@ python3 "$here/table.py" "$out/rows.json" "$out/baselines.json" > "$out/rows.md"
 # prefetch of the next one's weight (the fourth argument).
 kiln_bench --benchmark_filter='BM_few_rows' --benchmark_format=json > "$out/few_rows.json" \
   2> "$out/few_rows.log"
+cat "$out/rows.md"
+fi
+[[ "$part" == rows ]] && exit 0
 kiln-gpt2-bench --mode max-autotune --batches "$batches" --prompts 64 --new 128 > "$out/kiln.json" \
   2> "$out/kiln.log"
 kiln-gpt2-bench --mode max-autotune --prefetch 1 --batches "$batches" --prompts 64 --new 128 \
@@ -53,4 +61,4 @@ for r in kiln["runs"]:
     print(f"| {r['batch']} | {r['prompt']} | {r['new_tokens']} | {r['ms_per_token']:.3f} | "
           f"{f'{a:.3f}' if a else '-'} | {t if t else '-'} | {ratio} |")
 PY
-cat "$out/rows.md" "$out/decode.md"
+cat "$out/decode.md"
