@@ -444,6 +444,9 @@ LogicalResult Emitter::emitGridDependencyWait(kiln::GridDependencyWaitOp) {
 }
 
 LogicalResult Emitter::emitPrefetch(kiln::PrefetchOp op) {
+  if (inSlice(op.getPtr().getType()) || mmaOf(op.getPtr().getType()))
+    return op.emitError("convert-kiln-to-gpu: prefetch takes pointers in a blocked layout, not an "
+                        "accumulator's or a slice of one");
   Layout l = layoutOf(op.getPtr().getType());
   // An element several threads hold is prefetched by one of them.
   Value owner = ownsElements(l);

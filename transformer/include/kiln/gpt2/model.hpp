@@ -58,10 +58,13 @@ struct ModelOptions {
   /// 124M, bench/README.md): each layernorm and the cache write are
   /// launches of their own (8 a layer).
   bool few_row_fusion = false;
-  /// Each decode-step kernel of a product (ops::DecodeLinear, ops::DecodeQkv:
-  /// steps of up to decode_kernel_rows sequences) brings the next product's
-  /// weight into L2 while it runs, the last block's the LM head's first
-  /// 24 MB, so that each product finds its weight in L2 (kiln.prefetch).
+  /// Each product of a decode step that runs a decode-step kernel
+  /// (ops::DecodeLinear, ops::DecodeQkv) or a few-row kernel brings the
+  /// next product's weight into L2 while it runs (kiln.prefetch): QKV the
+  /// projection's, and so on; the last block's MLP down the first 24 MB of
+  /// wte, which the LM head reads at batch 1 and on the few-row kernels
+  /// (steps whose head runs the prefill product read wte transposed, and
+  /// gain nothing from it). The first block's QKV weight is not prefetched.
   bool prefetch_weights = false;
 };
 

@@ -491,9 +491,10 @@ public:
   /// The weight as [N, K] (the decode and few-row kernels'); may be empty.
   const Tensor<D> &weight_t() const { return weightT_; }
   const std::string &name() const { return name_; }
-  /// While its decode-step kernel (ops::DecodeLinear) runs, the product
-  /// also brings `next` into L2 (the weights of a later kernel, at most
-  /// detail::kMaxPrefetchBytes of them); an empty tensor: nothing.
+  /// While its decode-step kernel (ops::DecodeLinear) or few-row kernel
+  /// (ops::FewRowsLinear) runs, the product also brings `next` into L2 (the
+  /// weights of a later kernel, at most detail::kMaxPrefetchBytes of them);
+  /// an empty tensor: nothing. Prefill products do not prefetch.
   void set_decode_prefetch(Tensor<D> next) { prefetch_.next = std::move(next); }
   const Tensor<D> &decode_prefetch() const { return prefetch_.next; }
 
