@@ -27,6 +27,22 @@ namespace kiln::ops {
 
 namespace detail {
 
+/// Brings this program's share of `count` elements from `p` into L2: the
+/// 128-byte lines of the range split evenly over the programs of a grid of
+/// one or two axes, LINES lines a step. Nothing when count is 0.
+template <class T, int LINES = 256> void prefetch_share(Ptr<T> p, I32 count) {
+  constexpr int perLine = 128 / int(sizeof(typename T::host));
+  auto lines = cdiv(count, I32(perLine));
+  auto share = cdiv(lines, num_programs(0) * num_programs(1));
+  auto lo = (program_id(1) * num_programs(0) + program_id(0)) * share;
+  auto hi = minimum(lo + share, lines);
+  auto l = arange<LINES>();
+  for_range(lo, hi, LINES, [&](I32 l0) {
+    auto line = l0 + l;
+    prefetch(p + line * perLine, line < hi);
+  });
+}
+
 /// The BM rows of (BN) f32 results of program_id(0)'s columns `rn`.
 ///
 /// The kernels of a decode step are launched as programmatic dependents of
@@ -35,12 +51,12 @@ namespace detail {
 /// (grid_dependency_wait), calls `afterWait` (the caller's loads of what
 /// earlier kernels write) and only then reads the activations. The weight
 /// loads of this kernel are thus in flight while the previous one ends.
-/// `beforeWait` runs between the weight loads and the wait (prefetches of
-/// later kernels' weights).
-template <class T, int BM, int BN, int K, int KC, bool LN, class BeforeWait, class AfterWait>
+/// Between the weight loads and the wait, the grid brings the `pf_count`
+/// elements from `pf` into L2 (a later kernel's weights; see prefetch_share).
+template <class T, int BM, int BN, int K, int KC, bool LN, class AfterWait>
 std::vector<Tile<f32, BN>> decode_rows(Ptr<T> x, Ptr<T> lnw, Ptr<T> lnb, Ptr<T> wt, I32 M,
-                                          I32 N, F32 eps, Tile<i32, BN> rn, BeforeWait beforeWait,
-                                          AfterWait afterWait) {
+                                          I32 N, F32 eps, Tile<i32, BN> rn, Ptr<T> pf,
+                                          I32 pf_count, AfterWait afterWait) {
   static_assert(BM >= 1 && KC % 8 == 0, "decode_rows: BM >= 1 and chunks of whole 16-byte groups");
   constexpr int chunks = (K + KC - 1) / KC;
   constexpr bool ragged = K % KC != 0;
@@ -88,7 +104,7 @@ std::vector<Tile<f32, BN>> decode_rows(Ptr<T> x, Ptr<T> lnw, Ptr<T> lnb, Ptr<T> 
       gs.push_back(alongK(lnw, c));
       bs.push_back(alongK(lnb, c));
     }
-  beforeWait();
+  prefetch_share(pf, pf_count);
   grid_dependency_wait();
   afterWait();
   if constexpr (preload)
@@ -160,22 +176,6 @@ template <int BN> Tile<i1, BN> row_mask(Tile<i32, BN> rn, I32 M, I32 N, int m) {
   return rn < minimum(N, (M - m) * N);
 }
 
-/// Brings this program's share of `count` elements from `p` into L2: the
-/// 128-byte lines of the range split evenly over the programs of a grid of
-/// one or two axes, LINES lines a step. Nothing when count is 0.
-template <class T, int LINES = 256> void prefetch_share(Ptr<T> p, I32 count) {
-  constexpr int perLine = 128 / int(sizeof(typename T::host));
-  auto lines = cdiv(count, I32(perLine));
-  auto share = cdiv(lines, num_programs(0) * num_programs(1));
-  auto lo = (program_id(1) * num_programs(0) + program_id(0)) * share;
-  auto hi = minimum(lo + share, lines);
-  auto l = arange<LINES>();
-  for_range(lo, hi, LINES, [&](I32 l0) {
-    auto line = l0 + l;
-    prefetch(p + line * perLine, line < hi);
-  });
-}
-
 } // namespace detail
 
 enum class DecodeEpilogue { None, Bias, BiasGelu, BiasResidual };
@@ -199,8 +199,7 @@ struct DecodeLinear {
     if constexpr (E_ != DecodeEpilogue::None)
       bv = cast<f32>(load(bias + rn, rn < N, 0));
     std::vector<Tile<f32, BN>> r;
-    auto prefetchLater = [&] { detail::prefetch_share(pf, pf_count); };
-    auto acc = detail::decode_rows<T, BM, BN, K, KC, LN_>(x, lnw, lnb, wt, M, N, eps, rn, prefetchLater, [&] {
+    auto acc = detail::decode_rows<T, BM, BN, K, KC, LN_>(x, lnw, lnb, wt, M, N, eps, rn, pf, pf_count, [&] {
       if constexpr (E_ == DecodeEpilogue::BiasResidual)
         for (int m = 0; m < BM; ++m)
           r.push_back(cast<f32>(load(res + m * N + rn, detail::row_mask(rn, M, N, m), 0)));
@@ -235,8 +234,7 @@ template <class T, int BM_, int BN_, int K_, int KC_> struct DecodeQkv {
     // positions once the previous kernel is done).
     auto bv = cast<f32>(load(bias + rn, rn < N, 0));
     std::vector<I32> at;
-    auto prefetchLater = [&] { detail::prefetch_share(pf, pf_count); };
-    auto acc = detail::decode_rows<T, BM, BN, K, KC, true>(x, lnw, lnb, wt, M, N, eps, rn, prefetchLater, [&] {
+    auto acc = detail::decode_rows<T, BM, BN, K, KC, true>(x, lnw, lnb, wt, M, N, eps, rn, pf, pf_count, [&] {
       for (int m = 0; m < BM; ++m)
         at.push_back(load(pos + minimum(I32(m), M - 1)));
     });
