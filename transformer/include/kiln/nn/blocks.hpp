@@ -868,11 +868,6 @@ public:
   }
   const LayerNorm<D> &layernorm() const { return ln_; }
   const Linear<D, E> &linear() const { return linear_; }
-  /// Tunes the layernorm alone for x.dim(0) rows (x overwritten): the rows
-  /// that normalise before their product.
-  void layernorm_tune(Context &ctx, const Tensor<D> &x, bool cached_only = false) {
-    ln_.tune(ctx, x, x, cached_only);
-  }
   /// The weight as [N, K] (the decode and few-row kernels'); may be empty.
   const Tensor<D> &weight_t() const { return linear_.weight_t(); }
   /// As Linear::set_decode_prefetch, for this block's decode-step and
@@ -1546,11 +1541,9 @@ private:
   TunedByRows<const GatherRows &, Context &, const Tensor<D> &, const Tensor<i32> &, const Tensor<D> &> tuned_;
 };
 
-/// `logits = layernorm(x) @ wte^T`, the head tied to the embedding: a
-/// NormLinear without bias. One row (a decode step of one sequence, or the
-/// last row of one prompt) streams wte itself ([V, C]) with the one-row
-/// kernel, which normalises the row itself (no layernorm launch); 2 to
-/// `few_rows` rows run the
+/// `logits = layernorm(x) @ wte^T`, the head tied to the embedding. One row
+/// (a decode step of one sequence) streams wte itself ([V, C]) with the
+/// one-row kernel after the layernorm; 2 to `few_rows` rows run the
 /// layernorm and the product in one launch of ops::FewRowsNormLinear (also
 /// on wte), or without `fuse_layernorm` the layernorm and then
 /// ops::FewRowsLinear (38 us a launch at 8 rows on an H200 against 68 us
@@ -1560,35 +1553,50 @@ public:
   template <int... W>
   LmHead(Context &ctx, LayerNorm<D> ln_f, Tensor<D> wte_t, Tensor<D> wte, Widths<W...> widths = {},
          int few_rows = kFewRows, bool fuse_layernorm = false)
-      : head_(ctx, std::move(ln_f), std::move(wte_t), Tensor<D>{}, std::move(wte),
-              LinearOptions{"lm_head", 1, few_rows, fuse_layernorm}, widths) {}
-  int64_t vocab() const { return head_.linear().out_features(); }
-  /// The product's [V, C] weight (wte), read by its decode-step kernel.
-  const Tensor<D> &weight_t() const { return head_.weight_t(); }
-  /// Tunes the head's product for normed.dim(0) rows (both tensors
-  /// overwritten); nothing for rows that run the one-row or the fused
-  /// few-row kernel.
-  void tune(Context &ctx, const Tensor<D> &normed, const Tensor<D> &logits, bool cached_only = false) {
-    head_.tune(ctx, normed, logits, cached_only);
+      : ln_(std::move(ln_f)),
+        linear_(ctx, std::move(wte_t), Tensor<D>{}, std::move(wte),
+                LinearOptions{"lm_head", 1, fuse_layernorm ? 0 : few_rows}, widths) {
+    detail::checkFewRows(few_rows, kFewRows, linear_.name());
+    if (fuse_layernorm && detail::fewRowsFor<D>(few_rows, !linear_.weight_t().empty())) {
+      few_ = detail::FewRowsNorm<D, Epilogue::None>(ctx, "lm_head", linear_.out_features(), linear_.in_features());
+      fewRows_ = few_rows;
+    }
   }
-  /// Tunes the kernels a decode step of x.dim(0) rows runs (the one-row
-  /// kernel; for more rows the layernorm before their product); both
-  /// tensors overwritten.
-  void tune_decode(Context &ctx, const Tensor<D> &x, const Tensor<D> &logits, bool cached_only = false) {
-    if (x.dim(0) == 1)
-      head_.tune_decode(ctx, x, logits, cached_only);
-    else
-      head_.layernorm_tune(ctx, x, cached_only);
+  int64_t vocab() const { return linear_.out_features(); }
+  /// The product's [V, C] weight (wte), read by its decode-step kernel.
+  const Tensor<D> &weight_t() const { return linear_.weight_t(); }
+  /// Tunes the head's product for normed.dim(0) rows (both tensors
+  /// overwritten); nothing for rows that run the fused few-row kernel.
+  void tune(Context &ctx, const Tensor<D> &normed, const Tensor<D> &logits, bool cached_only = false) {
+    if (few_ && normed.dim(0) >= 2 && normed.dim(0) <= fewRows_)
+      return;
+    ln_.tune(ctx, normed, normed, cached_only);
+    linear_.tune(ctx, normed, logits, cached_only);
+  }
+  /// Tunes the kernels a decode step of normed.dim(0) rows runs (the
+  /// layernorm, the 1-row product; both tensors overwritten).
+  void tune_decode(Context &ctx, const Tensor<D> &normed, const Tensor<D> &logits, bool cached_only = false) {
+    ln_.tune(ctx, normed, normed, cached_only);
+    linear_.tune_decode(ctx, normed, logits, cached_only);
   }
 
   /// logits [R, V] of x [R, C], normalising into `normed` [R, C] (not
-  /// written by the one-row and the fused few-row kernels).
+  /// written by the fused few-row kernel).
   void operator()(Context &ctx, const Tensor<D> &x, const Tensor<D> &normed, const Tensor<D> &logits) const {
-    head_(ctx, x, normed, logits);
+    if (few_ && x.dim(0) >= 2 && x.dim(0) <= fewRows_) {
+      expect(x, {kAny, linear_.in_features()}, linear_.name(), "x");
+      expect(logits, {x.dim(0), vocab()}, linear_.name(), "logits");
+      return few_(ctx, ln_, linear_.weight_t(), linear_.bias(), x, logits);
+    }
+    ln_(ctx, x, normed);
+    linear_(ctx, normed, logits);
   }
 
 private:
-  NormLinear<D, Epilogue::None> head_;
+  LayerNorm<D> ln_;
+  Linear<D, Epilogue::None> linear_;
+  detail::FewRowsNorm<D, Epilogue::None> few_;
+  int fewRows_ = 0;
 };
 
 struct SampleOptions {
