@@ -552,7 +552,9 @@ int main(int argc, char **argv) {
     std::string why;
     if (!cuda::available(&why))
       throw Error("no GPU: " + why);
-    std::printf("device: %s\n", cuda::device_name().c_str());
+    // On stderr and in the JSON context: stdout is the benchmark report.
+    std::fprintf(stderr, "device: %s\n", cuda::device_name().c_str());
+    benchmark::AddCustomContext("device", cuda::device_name());
     benchmark::Initialize(&argc, argv);
     if (benchmark::ReportUnrecognizedArguments(argc, argv))
       return 2;
