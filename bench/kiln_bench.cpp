@@ -437,7 +437,46 @@ void BM_few_rows(benchmark::State &state) {
                     ops::FewRowsLinear<f16, 16, 64, 128, 2, E::Bias>, ops::FewRowsLinear<f16, 16, 64, 256, 1, E::Bias>>,
       hana::tuple_c<int, 1, 2, 4, 8>, tuning::kNoStages, tuning::kPlainOnly);
   std::string key = "few rows " + std::to_string(M) + "x" + std::to_string(K) + "x" + std::to_string(N);
-  auto tuned = tuning::autotune(space, gpu(), key, launch);
+  auto tuned = tuning::autotune(space, gpu(), key, launch, {}, TuneTiming{copies});
+  for (const auto &r : tuned.results())
+    std::fprintf(stderr, "%s %s %.4f ms %s\n", key.c_str(), r.label.c_str(), r.ms, r.error.c_str());
+  cuda::Stream stream;
+  time_graph(state, stream, copies, double(K) * N * 2, [&] {
+    for (int i = 0; i < copies; ++i)
+      tuned.run();
+  });
+  state.SetLabel(tuned.label());
+}
+
+/// A decode step's product of R rows: x [R, K] times 32 distinct weights
+/// [N, K] (more than L2 in all) in turn, with ops::DecodeLinear (LN: the
+/// layernorm of x inside; E: its epilogue), tuned over columns a program
+/// and warps as graphs of the 32 launches, each a programmatic dependent of
+/// the one before (every candidate's time to stderr), then timed the same
+/// way.
+/// GB/s is on the weights. bench/boundary.cu times the same chain written
+/// directly in CUDA, and what the boundary between two launches costs.
+template <int R, int K, bool LN, ops::DecodeEpilogue E> void BM_decode_rows(benchmark::State &state) {
+  int N = int(state.range(0));
+  const int copies = 32;
+  auto x = random_device<kiln::half>(R * K), g = random_device<kiln::half>(K), b = random_device<kiln::half>(K);
+  auto w = device_copies(std::size_t(K) * N, copies), bias = device_copies(N, copies);
+  cuda::DeviceBuffer<kiln::half> y(static_cast<std::size_t>(R) * N);
+  int which = 0;
+  auto launch = [&](const auto &k) {
+    using Kern = typename std::decay_t<decltype(k)>::kernel_type;
+    k.launch(Grid(ceil_div(N, Kern::BN)), x.data(), g.data(), b.data(), w[which]->data(), bias[which]->data(),
+             y.data(), y.data(), R, N, 1e-5f, w[which]->data(), 0);
+    which = (which + 1) % copies;
+  };
+  namespace hana = boost::hana;
+  constexpr auto space = tuning::product(
+      hana::tuple_t<ops::DecodeLinear<f16, R, 2, K, 256, LN, E>, ops::DecodeLinear<f16, R, 4, K, 256, LN, E>,
+                    ops::DecodeLinear<f16, R, 8, K, 256, LN, E>, ops::DecodeLinear<f16, R, 16, K, 256, LN, E>>,
+      hana::tuple_c<int, 1, 2, 4, 8>, tuning::kNoStages, tuning::kPlainOnly);
+  std::string key = "decode rows " + std::to_string(R) + "x" + std::to_string(K) + "x" + std::to_string(N) + (LN ? " ln" : "") + " e" +
+                    std::to_string(int(E));
+  auto tuned = tuning::autotune(space, gpu(), key, launch, {}, TuneTiming{copies});
   for (const auto &r : tuned.results())
     std::fprintf(stderr, "%s %s %.4f ms %s\n", key.c_str(), r.label.c_str(), r.ms, r.error.c_str());
   cuda::Stream stream;
@@ -539,6 +578,23 @@ BENCHMARK(BM_few_rows)
     ->Args({8, 768, 2304, 0})->Args({8, 768, 3072, 0})->Args({8, 3072, 768, 0})->Args({8, 768, 768, 0})
     ->Args({8, 768, 50257, 0})->Args({16, 3072, 768, 0})->Args({16, 768, 3072, 0})
     ->Args({8, 768, 2304, 1})->Args({8, 768, 3072, 1})->Args({8, 3072, 768, 1})->Args({8, 768, 768, 1})
+    ->UseManualTime()->Unit(benchmark::kMicrosecond)->Iterations(1);
+using DE = ops::DecodeEpilogue;
+BENCHMARK(BM_decode_rows<1, 768, false, DE::None>)->Arg(768)->Arg(3072)
+    ->UseManualTime()->Unit(benchmark::kMicrosecond)->Iterations(1);
+BENCHMARK(BM_decode_rows<1, 768, false, DE::BiasResidual>)->Arg(768)
+    ->UseManualTime()->Unit(benchmark::kMicrosecond)->Iterations(1);
+BENCHMARK(BM_decode_rows<1, 768, true, DE::BiasGelu>)->Arg(3072)
+    ->UseManualTime()->Unit(benchmark::kMicrosecond)->Iterations(1);
+BENCHMARK(BM_decode_rows<1, 768, true, DE::Bias>)->Arg(2304)
+    ->UseManualTime()->Unit(benchmark::kMicrosecond)->Iterations(1);
+BENCHMARK(BM_decode_rows<1, 3072, false, DE::BiasResidual>)->Arg(768)
+    ->UseManualTime()->Unit(benchmark::kMicrosecond)->Iterations(1);
+BENCHMARK(BM_decode_rows<8, 768, false, DE::None>)->Arg(768)
+    ->UseManualTime()->Unit(benchmark::kMicrosecond)->Iterations(1);
+BENCHMARK(BM_decode_rows<8, 768, true, DE::BiasGelu>)->Arg(3072)
+    ->UseManualTime()->Unit(benchmark::kMicrosecond)->Iterations(1);
+BENCHMARK(BM_decode_rows<8, 3072, false, DE::BiasResidual>)->Arg(768)
     ->UseManualTime()->Unit(benchmark::kMicrosecond)->Iterations(1);
 BENCHMARK(BM_cublas_few_rows)
     ->Args({8, 768, 2304})->Args({8, 768, 3072})->Args({8, 3072, 768})->Args({8, 768, 768})->Args({8, 768, 50257})

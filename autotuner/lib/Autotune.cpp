@@ -26,8 +26,20 @@ double seconds_since(std::chrono::steady_clock::time_point t) {
 }
 
 /// Median milliseconds of `fn` on the target: CUDA events with the L2 flushed
-/// before every run, or the wall clock on the CPU.
-double measure(const Target &target, const std::function<void()> &fn) {
+/// before every run (a run: one call, or a graph of timing.chain calls, per
+/// call), or the wall clock on the CPU.
+double measure(const Target &target, const TuneTiming &timing, const std::function<void()> &fn) {
+  if (target.kind == Target::Kind::Cuda && timing.chain > 0) {
+    cuda::Stream stream;
+    cuda::StreamScope scope(stream);
+    fn(); // loads the module outside the capture
+    auto graph = cuda::Graph::capture(stream, [&] {
+      for (int i = 0; i < timing.chain; ++i)
+        fn();
+    });
+    return cuda::time_ms([&] { graph.replay(stream); }, /*reps=*/10, /*warmup=*/2, /*flush_l2=*/true) /
+           timing.chain;
+  }
   if (target.kind == Target::Kind::Cuda)
     return cuda::time_ms(fn, /*reps=*/10, /*warmup=*/2, /*flush_l2=*/true);
   fn(); // warm-up
@@ -68,17 +80,23 @@ void store_winner(const fs::path &file, const std::string &label) {
 } // namespace
 
 namespace {
-fs::path winnerFile(const std::string &family, const Target &target, const std::string &key) {
+fs::path winnerFile(const std::string &family, const Target &target, const std::string &key,
+                    const TuneTiming &timing) {
   std::string arch = target.kind == Target::Kind::Cuda ? cuda::device_arch() : "cpu";
-  return fs::path(tuning_directory()) /
-         (KernelCache::key({"kiln-tuning-v1", family, key, target.str(), arch}) + ".txt");
+  std::string t = target.str();
+  std::string hash = timing.chain > 0
+                         ? KernelCache::key({"kiln-tuning-v1", family, key, t, arch,
+                                             "chain " + std::to_string(timing.chain)})
+                         : KernelCache::key({"kiln-tuning-v1", family, key, t, arch});
+  return fs::path(tuning_directory()) / (hash + ".txt");
 }
 } // namespace
 
 std::optional<Tuned> autotune_cached(const std::string &family, const Target &target,
-                                     const std::string &key, std::vector<TuneCandidate> &candidates) {
+                                     const std::string &key, std::vector<TuneCandidate> &candidates,
+                                     const TuneTiming &timing) {
   auto start = std::chrono::steady_clock::now();
-  auto label = load_winner(winnerFile(family, target, key));
+  auto label = load_winner(winnerFile(family, target, key, timing));
   if (!label)
     return std::nullopt;
   for (auto &c : candidates)
@@ -100,16 +118,16 @@ std::optional<Tuned> autotune_cached(const std::string &family, const Target &ta
 
 Tuned autotune_candidates(const std::string &family, const Target &target, const std::string &key,
                           std::vector<TuneCandidate> candidates,
-                          const std::function<bool(const std::string &)> &prune) {
+                          const std::function<bool(const std::string &)> &prune, const TuneTiming &timing) {
   auto start = std::chrono::steady_clock::now();
   if (prune)
     std::erase_if(candidates, [&](const TuneCandidate &c) { return prune(c.label); });
   if (candidates.empty())
     throw Error("kiln::autotune: no candidates left for '" + key + "' after pruning");
 
-  fs::path file = winnerFile(family, target, key);
+  fs::path file = winnerFile(family, target, key, timing);
   // A persisted winner: compile (usually a kernel-cache hit) and use only it.
-  if (auto cached = autotune_cached(family, target, key, candidates))
+  if (auto cached = autotune_cached(family, target, key, candidates, timing))
     return std::move(*cached);
 
   Tuned tuned;
@@ -129,7 +147,7 @@ Tuned autotune_candidates(const std::string &family, const Target &target, const
     if (!kernels[i])
       continue;
     try {
-      results[i].ms = measure(target, [&] { candidates[i].run(*kernels[i]); });
+      results[i].ms = measure(target, timing, [&] { candidates[i].run(*kernels[i]); });
     } catch (const std::exception &e) {
       results[i].error = e.what();
       continue;

@@ -7,6 +7,8 @@
 #include "kiln/ops/reference.hpp"
 #include "kiln/runtime/cuda.hpp"
 
+#include <unistd.h>
+
 using namespace kiln;
 
 TEST_CASE("launches captured in a CUDA graph run on every replay") {
@@ -53,6 +55,29 @@ TEST_CASE("the autotuner picks a working matmul configuration on the GPU") {
   for (int i = 0; i < M * N; ++i)
     worst = std::max(worst, std::abs(double(float(c[i])) - want[i]));
   CHECK(worst < 2e-2);
+}
+
+TEST_CASE("a candidate timed as a chain runs as one captured graph of that many launches") {
+  const int n = 1 << 16;
+  cuda::DeviceBuffer<float> x(std::vector<float>(n, 1.f)), y(std::vector<float>(n, 2.f)), out(n);
+  int launches = 0;
+  auto launch = [&](const auto &k) {
+    using Kern = typename std::decay_t<decltype(k)>::kernel_type;
+    ++launches;
+    k.launch(Grid(ceil_div(n, Kern::BLOCK)), x.data(), y.data(), out.data(), n);
+  };
+  auto key = "chain test " + std::to_string(::getpid());
+  auto tuned = autotune<ops::VecAdd<f32, 256>, ops::VecAdd<f32, 1024>>(Target::cuda(cuda::device_arch()), key,
+                                                                       {4}, launch, {}, TuneTiming{8});
+  REQUIRE(tuned.results().size() == 2);
+  for (auto &r : tuned.results()) {
+    MESSAGE(r.label << ": " << r.ms * 1e3 << " us a launch " << r.error);
+    CHECK(r.ms > 0);
+    CHECK(r.ms < 1.0);
+  }
+  CHECK(launches == 2 * (1 + 8)); // each: one launch before the capture, eight captured
+  tuned.run();
+  CHECK(out.download()[n - 1] == 3.f);
 }
 
 TEST_CASE("tensor-core matmul over warp layouts with odd and even mma tile counts") {

@@ -75,6 +75,21 @@ TEST_CASE("tuning times every candidate, skips broken ones and persists the winn
   CHECK(q.launches == 1);
 }
 
+TEST_CASE("a winner tuned as a chain of launches persists apart from one timed alone") {
+  TempCache cache;
+  Problem p;
+  auto chained = autotune<ops::VecAdd<f32, 64>, ops::VecAdd<f32, 1024>>(Target::cpu(), "chain", {4},
+                                                                        p.launcher(), {}, TuneTiming{8});
+  CHECK_FALSE(chained.from_disk());
+  Problem q;
+  auto alone = autotune<ops::VecAdd<f32, 64>, ops::VecAdd<f32, 1024>>(Target::cpu(), "chain", {4}, q.launcher());
+  CHECK_FALSE(alone.from_disk()); // another key: tuned again
+  auto again = autotune<ops::VecAdd<f32, 64>, ops::VecAdd<f32, 1024>>(Target::cpu(), "chain", {4}, q.launcher(),
+                                                                      {}, TuneTiming{8});
+  CHECK(again.from_disk());
+  CHECK(again.label() == chained.label());
+}
+
 TEST_CASE("pruning drops candidates and an all-failing space is a clear error") {
   TempCache cache;
   Problem p;

@@ -11,7 +11,8 @@
 // Candidates are the listed kernel types times the num_warps, num_stages
 // and schedule values (a TuneSpace; a plain `{4, 8}` lists warps). They are
 // compiled in parallel on host threads; each is timed (CUDA events with the L2
-// flushed between runs, or wall clock on the CPU); a candidate that fails to
+// flushed between runs, or wall clock on the CPU; see TuneTiming for kernels
+// that run back to back, as a decode step's do); a candidate that fails to
 // compile or launch scores +inf and never aborts tuning. The winner is
 // persisted per (candidates, key, target, compiler) and reused by later runs,
 // which then compile only the winner.
@@ -43,6 +44,20 @@ struct TuneResult {
   std::string error;
 };
 
+/// How a candidate is timed on a GPU. By default each run is one launch,
+/// timed alone (CUDA events, L2 flushed): right for kernels that run long
+/// enough to hide the launch. A decode step's kernels take a few
+/// microseconds each and run back to back in a CUDA graph, each waiting on
+/// the one before (programmatic dependent launch): timed alone, every
+/// candidate measures the ~5-9 us of a launch and the winner is noise. With
+/// `chain` > 0 a run is a CUDA graph of `chain` launches of the candidate
+/// captured once and replayed (L2 flushed before each replay), and its time
+/// is the replay's over `chain`: what one launch adds to a step. The timing
+/// is part of the persisted winner's key.
+struct TuneTiming {
+  int chain = 0;
+};
+
 /// The outcome of tuning: the winning kernel and how to launch it.
 class Tuned {
 public:
@@ -57,9 +72,10 @@ public:
 
 private:
   friend Tuned autotune_candidates(const std::string &, const Target &, const std::string &,
-                                   std::vector<TuneCandidate>, const std::function<bool(const std::string &)> &);
+                                   std::vector<TuneCandidate>, const std::function<bool(const std::string &)> &,
+                                   const TuneTiming &);
   friend std::optional<Tuned> autotune_cached(const std::string &, const Target &, const std::string &,
-                                              std::vector<TuneCandidate> &);
+                                              std::vector<TuneCandidate> &, const TuneTiming &);
   std::unique_ptr<CompiledKernel> kernel_;
   std::function<void(const CompiledKernel &)> run_;
   std::string label_;
@@ -72,13 +88,15 @@ private:
 /// before compilation.
 Tuned autotune_candidates(const std::string &family, const Target &target, const std::string &key,
                           std::vector<TuneCandidate> candidates,
-                          const std::function<bool(const std::string &)> &prune = {});
+                          const std::function<bool(const std::string &)> &prune = {},
+                          const TuneTiming &timing = {});
 
 /// The winner persisted for these candidates and key, compiled (usually a
 /// kernel-cache hit); nothing when none was persisted or it no longer
 /// compiles. Never tunes.
 std::optional<Tuned> autotune_cached(const std::string &family, const Target &target,
-                                     const std::string &key, std::vector<TuneCandidate> &candidates);
+                                     const std::string &key, std::vector<TuneCandidate> &candidates,
+                                     const TuneTiming &timing = {});
 
 /// Where winners are persisted: $KILN_CACHE_DIR/tuning (see KernelCache).
 std::string tuning_directory();
@@ -108,7 +126,7 @@ struct TuneSpace {
 /// Tune the kernel types `Ks...` times the options of `space` for problem `key`.
 template <class... Ks, class Launch>
 Tuned autotune(const Target &target, const std::string &key, TuneSpace space, Launch launch,
-               const std::function<bool(const std::string &)> &prune = {}) {
+               const std::function<bool(const std::string &)> &prune = {}, const TuneTiming &timing = {}) {
   static_assert(sizeof...(Ks) > 0, "kiln::autotune: list at least one kernel type");
   if (target.kind == Target::Kind::Cpu)
     space = TuneSpace({1}, {2}); // warps, stages and schedules mean nothing on the CPU
@@ -136,7 +154,7 @@ Tuned autotune(const Target &target, const std::string &key, TuneSpace space, La
         }
   };
   (add.template operator()<Ks>(), ...);
-  return autotune_candidates(family, target, key, std::move(candidates), prune);
+  return autotune_candidates(family, target, key, std::move(candidates), prune, timing);
 }
 
 } // namespace kiln

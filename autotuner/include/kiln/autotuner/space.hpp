@@ -150,16 +150,17 @@ std::pair<std::vector<TuneCandidate>, std::string> candidates(Space space, const
 /// per (candidates, key, target, compiler), as kiln::autotune's do.
 template <class Space, class Launch>
 Tuned autotune(Space space, const Target &target, const std::string &key, Launch launch,
-               const std::function<bool(const std::string &)> &prune = {}) {
+               const std::function<bool(const std::string &)> &prune = {}, const TuneTiming &timing = {}) {
   auto [list, family] = candidates(space, target, launch);
-  return autotune_candidates(family, target, key, std::move(list), prune);
+  return autotune_candidates(family, target, key, std::move(list), prune, timing);
 }
 
 /// The winner an earlier autotune(space, target, key, ...) persisted, if any.
 template <class Space, class Launch>
-std::optional<Tuned> cached(Space space, const Target &target, const std::string &key, Launch launch) {
+std::optional<Tuned> cached(Space space, const Target &target, const std::string &key, Launch launch,
+                            const TuneTiming &timing = {}) {
   auto [list, family] = candidates(space, target, launch);
-  return autotune_cached(family, target, key, list);
+  return autotune_cached(family, target, key, list, timing);
 }
 
 } // namespace kiln::tuning

@@ -131,6 +131,11 @@ template <class D> constexpr auto decodeColumns() {
     return boost::hana::tuple_c<int, 4, 8, 16>;
 }
 
+/// A decode step's kernels are tuned as graphs of this many launches of
+/// the candidate (TuneTiming::chain), each a programmatic dependent of the
+/// one before, as they run in a step.
+inline constexpr int kDecodeChain = 16;
+
 /// The decode-step kernels `Of::type<BN>` for every BN of decodeColumns,
 /// times 1 to 8 warps, pruned by their `feasible` (registers, 16-byte loads).
 template <class Of> constexpr auto decodeSpace() {
@@ -649,7 +654,8 @@ private:
           return;
         const Tensor<D> *res = E == Epilogue::BiasResidual ? &out : nullptr;
         std::string role = self.options_.role + suffix;
-        into.tune(c, detail::decodeSpace<detail::DecodeLinearOf<D, R, K, false, DE>>(), role,
+        into.chained(detail::kDecodeChain)
+            .tune(c, detail::decodeSpace<detail::DecodeLinearOf<D, R, K, false, DE>>(), role,
                   detail::productKey(role, x.dim(0), K, self.out_features()), cachedOnly, site, self, c,
                   x, res, out);
       };
@@ -850,7 +856,8 @@ public:
             if (into)
               return;
             std::string role = self.role_ + suffix;
-            into.tune(c, detail::decodeSpace<detail::DecodeLinearOf<D, R, K, true, DE>>(), role,
+            into.chained(detail::kDecodeChain)
+                .tune(c, detail::decodeSpace<detail::DecodeLinearOf<D, R, K, true, DE>>(), role,
                       detail::productKey(role, x.dim(0), K, self.linear_.out_features()), cachedOnly,
                       site, self, c, x, out);
           };
@@ -1092,7 +1099,8 @@ public:
             int64_t rows = x.dim(0);
             if (into)
               return;
-            into.tune(c, detail::decodeSpace<detail::DecodeQkvOf<D, R, K>>(), role,
+            into.chained(detail::kDecodeChain)
+                .tune(c, detail::decodeSpace<detail::DecodeQkvOf<D, R, K>>(), role,
                       detail::productKey(role, rows, K, 3 * K), cachedOnly, site, self, c, x, pos,
                       qkv.rows(0, rows));
           };
@@ -1271,7 +1279,8 @@ private:
         std::string key = "attention_decode " + std::to_string(n) + "x" + std::to_string(self.cache_.context()) +
                           "x" + shape;
         DecodeSite into;
-        if (into.tune(c, decodeSpace<HD>(), "attention_decode", key, cachedOnly, site, self, c, ws, pos, n))
+        if (into.chained(detail::kDecodeChain)
+                .tune(c, decodeSpace<HD>(), "attention_decode", key, cachedOnly, site, self, c, ws, pos, n))
           self.decodeTuned_[n] = into;
       }
     };

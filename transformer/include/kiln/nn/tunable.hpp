@@ -43,6 +43,14 @@ public:
   /// Launches the winner.
   void operator()(A... a) const { launch_(tuned_->kernel(), a...); }
 
+  /// Times the candidates of the next tune() as graphs of `launches`
+  /// launches each (TuneTiming::chain): for the few-microsecond kernels of
+  /// a decode step, which run back to back.
+  Tunable &chained(int launches) {
+    timing_.chain = launches;
+    return *this;
+  }
+
   /// Tunes the candidates of `space` for problem `key` (its shapes), timing
   /// `launch` with `args`, or with `cached_only` reads back a persisted
   /// winner (times nothing). True when the site now has a winner.
@@ -60,11 +68,12 @@ public:
     auto timed = [launch, held](const auto &k) {
       std::apply([&](auto &&...a) { launch(k, a...); }, held);
     };
-    std::string shared = key + " " + typeid(Space).name() + (cached_only ? " cached" : "");
+    std::string shared = key + " " + typeid(Space).name() + (cached_only ? " cached" : "") + " chain " +
+                         std::to_string(timing_.chain);
     auto t = ctx.tuned(shared, role, [&]() -> std::optional<Tuned> {
       if (cached_only)
-        return tuning::cached(space, ctx.target(), key, timed);
-      return tuning::autotune(space, ctx.target(), key, timed);
+        return tuning::cached(space, ctx.target(), key, timed, timing_);
+      return tuning::autotune(space, ctx.target(), key, timed, {}, timing_);
     });
     if (!t)
       return false;
@@ -79,6 +88,7 @@ public:
 private:
   std::shared_ptr<const Tuned> tuned_;
   Launch launch_;
+  TuneTiming timing_;
 };
 
 namespace detail {
