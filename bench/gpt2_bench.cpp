@@ -11,7 +11,9 @@
 // tokens per second. Also the setup time (weights to GPU + kernels; cold or
 // warm depending on the kernel cache) and the device memory in use. With
 // --profile: instead, where the time of one decode step goes, kernel by
-// kernel, for each batch.
+// kernel, for each batch: each role's kernels launched on their own ("us"),
+// and what they add to the step's graph ("graph_us": the graph's time less
+// that of the graph captured without them).
 //
 // With --compare: torch.compile's classic comparison, kiln's modes side by
 // side (default, reduce-overhead, max-autotune; gpt2::Mode). For each mode a
@@ -240,9 +242,9 @@ int main(int argc, char **argv) {
                       "\"kernels_us\": %.2f, \"graph_us\": %.2f, \"kernels\": [",
                       sep, batch, prompt, p.launches, p.kernels_us, p.graph_us);
           for (std::size_t i = 0; i < p.kernels.size(); ++i)
-            std::printf("%s\n  {\"role\": \"%s\", \"launches\": %d, \"us\": %.2f}",
+            std::printf("%s\n  {\"role\": \"%s\", \"launches\": %d, \"us\": %.2f, \"graph_us\": %.2f}",
                         i ? "," : "", p.kernels[i].role.c_str(), p.kernels[i].launches,
-                        p.kernels[i].us);
+                        p.kernels[i].us, p.kernels[i].graph_us);
           std::printf("]}");
           sep = ",";
         }

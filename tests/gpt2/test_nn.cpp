@@ -508,6 +508,13 @@ TEST_CASE("decode-step kernels tune over their declared space and agree with the
     CHECK(ctx.launches() == before + 1);
     checkClose(out.to_host(), reference(x.to_host(), w.to_host(), b.to_host(), nullptr, Epilogue::Bias,
                                         int(M), int(N), K), 1e-4);
+    // A profile's elided role: the launch is neither made nor counted.
+    ctx.elide = {M == 1 ? "lin_decode1" : "lin_decode8"};
+    nn::Tensor<f32> untouched(target(), {M, N}, std::vector<float>(std::size_t(M * N), 7.f));
+    linear(ctx, x, untouched);
+    ctx.elide.clear();
+    CHECK(ctx.launches() == before + 1);
+    CHECK(untouched.to_host() == std::vector<float>(std::size_t(M * N), 7.f));
     normed(ctx, x, tmp, out);
     std::vector<double> n64 = ref::layernorm(x.to_host(), lnw.to_host(), lnb.to_host(), int(M), K, 1e-5);
     std::vector<float> nf(n64.begin(), n64.end());

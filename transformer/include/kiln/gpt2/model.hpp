@@ -120,6 +120,11 @@ struct StepProfile {
     std::string role;
     int launches;     ///< per step
     double us;        ///< per step, all launches of this role together
+    /// What the step's graph takes longer with this role's launches than
+    /// without them (the graph captured again without them): their share
+    /// of the step where each overlaps with the kernels around it (0
+    /// without graphs).
+    double graph_us = 0;
   };
   std::vector<Kernel> kernels; ///< slowest first
   double kernels_us = 0;       ///< sum over kernels, each launched on its own

@@ -305,6 +305,8 @@ private:
   template <class K>
   void launch(const Kernel<K> &k, Context &ctx, const Tensor<i32> &tokens, const Tensor<i32> &positions,
               const Tensor<D> &out) const {
+    if (ctx.elided("embedding"))
+      return;
     k.launch(Grid(uint32_t(tokens.dim(0))), tokens.data(), positions.data(), wte_.data(), wpe_.data(),
              out.data(), int(features()));
     ctx.count_launch("embedding");
@@ -376,6 +378,8 @@ public:
 private:
   template <class K>
   void launch(const Kernel<K> &k, Context &ctx, const Tensor<D> &x, const Tensor<D> &y) const {
+    if (ctx.elided("layernorm"))
+      return;
     int C = int(features());
     int64_t rows = x.dim(0);
     if constexpr (requires { K::Rows; }) {
@@ -538,6 +542,8 @@ public:
       tuning::for_each_candidate(candidates, ctx.target(), [&]<class K>(const CompileOptions &, const std::string &label) {
         launchers[label] = [](const CompiledKernel &k, const Linear &self, Context &c, const Tensor<D> &xx,
                               const Tensor<D> *res, const Tensor<D> &o) {
+          if (c.elided(self.options_.role))
+            return;
           self.withMatmulArgs<K>(xx, res, o, [&](const Grid &g, const auto &...a) {
             static_cast<const Kernel<K> &>(k).launch(g, a...);
           });
@@ -646,8 +652,11 @@ private:
     decodeTuner_ = [](Linear &self, Context &c, const Tensor<D> &x, const Tensor<D> &out, bool cachedOnly) {
       auto site = []<class KK>(const Kernel<KK> &k, const Linear &s, Context &cc, const Tensor<D> &xx,
                                const Tensor<D> *res, const Tensor<D> &o) {
+        std::string role = s.options_.role + (KK::BM == 1 ? "_decode1" : "_decode8");
+        if (cc.elided(role))
+          return;
         s.withDecodeArgs<KK>(xx, res, o, [&](const Grid &g, const auto &...a) { k.launch(g, a...); });
-        cc.count_launch(s.options_.role + (KK::BM == 1 ? "_decode1" : "_decode8"));
+        cc.count_launch(role);
       };
       auto tuneRows = [&]<int R>(DecodeSite &into, const char *suffix) {
         if (into)
@@ -849,8 +858,11 @@ public:
                           bool cachedOnly) {
           auto site = []<class KK>(const Kernel<KK> &k, const NormLinear &s, Context &cc,
                                    const Tensor<D> &xx, const Tensor<D> &o) {
+            std::string role = s.role_ + (KK::BM == 1 ? "_decode1" : "_decode8");
+            if (cc.elided(role))
+              return;
             s.withArgs<KK>(xx, o, [&](const Grid &g, const auto &...a) { k.launch(g, a...); });
-            cc.count_launch(s.role_ + (KK::BM == 1 ? "_decode1" : "_decode8"));
+            cc.count_launch(role);
           };
           auto tuneRows = [&]<int R>(Site &into, const char *suffix) {
             if (into)
@@ -1092,6 +1104,8 @@ public:
                              const Tensor<i32> &pos, const Tensor<D> &qkv, bool cachedOnly) {
           auto site = []<class KK>(const Kernel<KK> &k, const CausalSelfAttention &a, Context &cc,
                                    const Tensor<D> &xx, const Tensor<i32> &p, const Tensor<D> &o) {
+            if (cc.elided(KK::BM == 1 ? "decode_qkv1" : "decode_qkv8"))
+              return;
             a.withDecodeQkvArgs<KK>(xx, p, o, [&](const Grid &g, const auto &...args) { k.launch(g, args...); });
             cc.count_launch(KK::BM == 1 ? "decode_qkv1" : "decode_qkv8");
           };
@@ -1328,6 +1342,8 @@ private:
   template <class K>
   void launchCacheWrite(const Kernel<K> &k, Context &ctx, const Tensor<D> &qkv, const Tensor<i32> &seq,
                         const Tensor<i32> &pos) const {
+    if (ctx.elided("kv_write"))
+      return;
     k.launch(Grid(uint32_t(qkv.dim(0))), qkv.data(), seq.data(), pos.data(), cache_.k.data(),
              cache_.v.data(), int(features()), int(cache_.context()));
     ctx.count_launch("kv_write");
@@ -1353,6 +1369,8 @@ private:
   template <class K>
   void launchPrefillAttention(const Kernel<K> &k, Context &c, const Tensor<D> &qkv,
                               const Tensor<D> &att, const Packing &p) const {
+    if (c.elided("attention_prefill"))
+      return;
     k.launch(Grid(ceil_div(p.longest, K::BM), uint32_t(heads_), uint32_t(p.prompts)), qkv.data(),
              cache_.k.data(), cache_.v.data(), att.data(), p.starts.data(), p.lengths.data(),
              int(features()), int(cache_.context()), scale());
@@ -1361,6 +1379,8 @@ private:
   template <class K>
   void launchDecodeAttention(const Kernel<K> &k, Context &c, const Workspace<D> &ws,
                              const Tensor<i32> &pos, int64_t B) const {
+    if (c.elided("attention_decode"))
+      return;
     k.launch(Grid(uint32_t(B), uint32_t(heads_), uint32_t(K::Splits)),
              ws.qkv.data(), cache_.k.data(), cache_.v.data(), ws.parts.data(), ws.counter.data(),
              ws.att.data(), pos.data(), int(features()), int(cache_.context()), scale());
@@ -1543,6 +1563,8 @@ private:
   template <class K>
   void launch(const Kernel<K> &k, Context &ctx, const Tensor<D> &src, const Tensor<i32> &index,
               const Tensor<D> &dst) const {
+    if (ctx.elided("gather"))
+      return;
     k.launch(Grid(uint32_t(index.dim(0))), src.data(), index.data(), dst.data(), int(src.dim(1)));
     ctx.count_launch("gather");
   }
@@ -1659,6 +1681,8 @@ public:
         tuning::kWarps, tuning::kNoStages, tuning::kPlainOnly);
     auto site = []<class K>(const Kernel<K> &k, const Sampler &, Context &c, const Tensor<D> &l,
                             const Tensor<i32> &n, const Tensor<i32> &p, int advance) {
+      if (c.elided("argmax"))
+        return;
       int V = int(l.dim(1));
       k.launch(Grid(uint32_t(n.dim(0))), l.data(), n.data(), p.data(), V, V, advance);
       c.count_launch("argmax");
