@@ -107,7 +107,8 @@ template <class D> void library(Report &r) {
   // Few-row products (2-16 rows) in the panels nn::Linear and its fused
   // variants use for GPT-2's widths.
   r.add<ops::FewRowsLinear<D, 16, 32, 256, 3, ops::Epilogue::BiasGelu>>(4);
-  r.add<ops::FewRowsLinear<D, 16, 16, 128, 2, ops::Epilogue::BiasResidual>>(2);
+  r.add<ops::FewRowsLinear<D, 16, 32, 256, 3, ops::Epilogue::BiasResidual>>(4);
+  r.add<ops::FewRowsLinear<D, 16, 16, 256, 2, ops::Epilogue::BiasResidual>>(2);
   // With the layernorm fused a 32x768 panel on 4 warps spills (176 bytes a
   // thread on sm_90a); 32x384 does not.
   r.add<ops::FewRowsNormLinear<D, 16, 32, 256, 3, ops::Epilogue::BiasGelu>>(4);

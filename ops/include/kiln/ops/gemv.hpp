@@ -111,26 +111,26 @@ std::vector<Tile<f32, BN>> decode_rows(Ptr<T> x, Ptr<T> lnw, Ptr<T> lnb, Ptr<T> 
     for (int c = 0; c < chunks; ++c)
       for (int m = 0; m < BM; ++m)
         as.push_back(activation(m, c));
-  // Layernorm statistics: each row is loaded once, then reduced twice (the
-  // mean, then the variance about it).
+  // Layernorm statistics in one pass: the sums of d = x - x[0] and of d^2,
+  // two reductions that do not wait on each other (the mean, then the
+  // variance about it, would be two in a row on the step's critical path).
+  // Shifting by the row's first element keeps E[d^2] - E[d]^2 from
+  // cancelling where the mean is far from zero.
   std::vector<F32> mean, rstd;
   if constexpr (LN) {
     for (int m = 0; m < BM; ++m) {
-      std::vector<Tile<f32, KC>> row;
+      auto shift = cast<f32>(load(x + minimum(I32(m), M - 1) * K));
+      auto s = zeros<f32, KC>(), q = zeros<f32, KC>();
       for (int c = 0; c < chunks; ++c) {
         auto k = c * KC + ck;
-        row.push_back(cast<f32>(load(x + m * K + k, rowMask(m, c, k), 0)));
+        auto v = cast<f32>(load(x + m * K + k, rowMask(m, c, k), 0));
+        auto d = ragged && c == chunks - 1 ? where(k < K, v - shift, 0.0f) : v - shift;
+        s = s + d;
+        q = q + d * d;
       }
-      auto s = row[0];
-      for (int c = 1; c < chunks; ++c)
-        s = s + row[std::size_t(c)];
-      mean.push_back(sum(s) / float(K));
-      auto sq = zeros<f32, KC>();
-      for (int c = 0; c < chunks; ++c) {
-        auto d = where(c * KC + ck < K, row[std::size_t(c)] - mean[m], 0.0f);
-        sq = sq + d * d;
-      }
-      rstd.push_back(rsqrt(sum(sq) / float(K) + eps));
+      auto ds = sum(s) / float(K), dq = sum(q) / float(K);
+      mean.push_back(shift + ds);
+      rstd.push_back(rsqrt(maximum(dq - ds * ds, 0.0f) + eps));
     }
   }
   for (int c = 0; c < chunks; ++c) {

@@ -194,16 +194,19 @@ inline void checkFewRows(int few_rows, int most, const std::string &block) {
 }
 
 /// Calls f.template operator()<BN, KC, C>(warps) with the panel of a
-/// few-row product of N output columns, as ranked on an H200 by
-/// kiln_bench's BM_few_rows (12 shapes of panel, 1-8 warps, at GPT-2's
-/// products; bench/README.md): wide outputs take 32 weight rows a program
-/// and up to 768 of K (4 warps), which leaves at least 64 programs for one K
-/// range; narrow ones 16 rows and 256 of K (2 warps), split along K.
-template <class F> void withFewPanel(int64_t N, F &&f) {
-  if (ceil_div(N, int64_t(32)) >= 64)
+/// few-row product of N output columns and K inputs, as kiln_bench's
+/// BM_few_rows ranked them on an H200 (28 panels and warp counts at 8 rows,
+/// each timed as a CUDA graph of 32 launches on distinct weights; bench/
+/// README.md): wide outputs take 32 weight rows a program and up to 768 of
+/// K (4 warps), which leaves at least 64 programs for one K range (768x3072
+/// 4.1 us); narrow ones too where K is at most 768 (768x768: 3.0 us, against
+/// 3.5 split in three), and 16 rows and 512 of K (2 warps), split along K,
+/// where it is longer (3072x768: 5.4 us, against 5.8 for 256 of K).
+template <class F> void withFewPanel(int64_t N, int64_t K, F &&f) {
+  if (ceil_div(N, int64_t(32)) >= 64 || K <= 768)
     f.template operator()<32, 256, 3>(4);
   else
-    f.template operator()<16, 128, 2>(2);
+    f.template operator()<16, 256, 2>(2);
 }
 
 /// The panel (as withFewPanel) of a few-row product with the layernorm
@@ -713,7 +716,7 @@ private:
   // Products of 2 to kFewRows rows on the transposed weight (panels:
   // detail::withFewPanel).
   void prepareFew(Context &ctx) {
-    detail::withFewPanel(out_features(), [&]<int BN, int KC, int C>(int warps) {
+    detail::withFewPanel(out_features(), in_features(), [&]<int BN, int KC, int C>(int warps) {
       using F = ops::FewRowsLinear<D, kFewRows, BN, KC, C, detail::opsEpilogue(E)>;
       CompileOptions options;
       options.num_warps = warps;
@@ -1252,7 +1255,7 @@ private:
     if constexpr (LN)
       detail::withFewNormPanel(3 * C, prepare);
     else
-      detail::withFewPanel(3 * C, prepare);
+      detail::withFewPanel(3 * C, C, prepare);
   }
 
   template <int HD> void requestAttention(Context &ctx) {
