@@ -23,9 +23,9 @@
 
 #define CK(x)                                                                                      \
   do {                                                                                             \
-    cudaError_t err_ = (x);                                                                           \
-    if (err_ != cudaSuccess) {                                                                      \
-      std::fprintf(stderr, "%s:%d %s\n", __FILE__, __LINE__, cudaGetErrorString(err_));             \
+    cudaError_t err_ = (x);                                                                        \
+    if (err_ != cudaSuccess) {                                                                     \
+      std::fprintf(stderr, "%s:%d %s\n", __FILE__, __LINE__, cudaGetErrorString(err_));            \
       std::exit(1);                                                                                \
     }                                                                                              \
   } while (0)
@@ -40,7 +40,10 @@ __device__ __forceinline__ void grid_barrier(unsigned *counter) {
   if (threadIdx.x == 0) {
     unsigned nb = blockIdx.x == 0 ? 0x80000000u - (gridDim.x - 1) : 1u;
     unsigned old, cur;
-    asm volatile("atom.add.release.gpu.u32 %0, [%1], %2;" : "=r"(old) : "l"(counter), "r"(nb) : "memory");
+    asm volatile("atom.add.release.gpu.u32 %0, [%1], %2;"
+                 : "=r"(old)
+                 : "l"(counter), "r"(nb)
+                 : "memory");
     do {
       asm volatile("ld.acquire.gpu.u32 %0, [%1];" : "=r"(cur) : "l"(counter) : "memory");
     } while (((old ^ cur) & 0x80000000u) == 0);
@@ -191,7 +194,8 @@ template <int K, int R> void run(int P, int sms) {
       cfg.attrs = at;
       cfg.numAttrs = pdl ? 1 : 0;
       const half *Wp = W + size_t(p % distinct) * K * K;
-      CK(cudaLaunchKernelEx(&cfg, kernel, Wp, (const half *)(buf + (p % 2) * K), buf + ((p + 1) % 2) * K));
+      CK(cudaLaunchKernelEx(&cfg, kernel, Wp, (const half *)(buf + (p % 2) * K),
+                            buf + ((p + 1) % 2) * K));
     }
     CK(cudaStreamEndCapture(s, &g));
     CK(cudaGraphInstantiate(&e, g, 0));
