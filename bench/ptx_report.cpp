@@ -151,6 +151,8 @@ template <class D> void library(Report &r) {
   r.add<ops::AttentionPrefill<D, 128, 64, 128>>(8);
   r.add<ops::AttentionDecode<D, 32, 64, 32>>();
   r.add<ops::AttentionDecode<D, 32, 64, 4>>(8);
+  r.add<ops::AttentionDecode<D, 32, 64, 1>>();
+  r.add<ops::AttentionDecode<D, 64, 64, 1>>();
 }
 
 } // namespace

@@ -1108,6 +1108,15 @@ TEST_CASE("decode attention over a split cache matches softmax attention") {
       check(dout.fetch(), want, 1e-5, 1e-4);
       CHECK(dcount.fetch() == std::vector<int32_t>(B * H, 0));
     }
+  // A head a program (SPLITS = 1): no parts, no count.
+  auto one = compile<ops::AttentionDecode<f32, BN, D, 1>>(kCpu);
+  std::vector<float> part(1, std::nanf("")), out(std::size_t(B) * C, -7.f);
+  Mem dpart(part);
+  Mem dout(out);
+  one.launch(Grid(B, H, 1), dqkv(), dkc(), dvc(), dpart(), dcount(), dout(), dpos(), C, Tmax, scale);
+  check(dout.fetch(), want, 1e-5, 1e-4);
+  CHECK(dcount.fetch() == std::vector<int32_t>(B * H, 0));
+  CHECK(std::isnan(dpart.fetch()[0]));
 }
 
 namespace {

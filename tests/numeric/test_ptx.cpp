@@ -129,6 +129,10 @@ TEST_CASE("GPT-2 kernels") {
   // The merge: one atomic per program between GPU-scope fences.
   auto attn = check_kernel<ops::AttentionDecode<f16, 32, 64, 32>>("atom.global.add.u32");
   CHECK(attn.find("fence.acq_rel.gpu") != std::string::npos);
+  // A head a program: no atomic, no fence.
+  auto direct = check_kernel<ops::AttentionDecode<f16, 32, 64, 1>>();
+  CHECK(direct.find("atom.") == std::string::npos);
+  CHECK(direct.find("fence.acq_rel") == std::string::npos);
   check_kernel<ops::MatmulSplitK<f16, 16, 64, 64>>("mma.sync.aligned.m16n8k16");
   check_kernel<ops::SplitKEpilogue<f16, 1024, ops::Epilogue::BiasGelu>>();
   // The one-launch split-K product: tensor cores, one atomic per program;

@@ -102,6 +102,10 @@ template <class T, int BM_, int BN_, int D_, bool CAUSAL = true> struct Attentio
 /// (an atomic count in counter[b * H + h], which it resets to 0) merges
 /// the parts: out = sum_s e^(m_s - M) acc_s / sum_s e^(m_s - M) l_s with
 /// M = max_s m_s.
+/// Where one program has all the keys (S = 1, or a sequence of at most BN
+/// keys) it writes the output directly: no part, count or merge. SPLITS =
+/// 1 compiles only that path (a head a program: for short contexts, where
+/// the merge's atomic round trip costs more than the keys).
 ///
 /// Grid: (B, H, S). The grid does not depend on the positions, so one
 /// captured graph serves every step, and a step's keys are spread over all
@@ -157,25 +161,32 @@ template <class T, int BN_, int D_, int SPLITS> struct AttentionDecode {
           });
       (void)kl;
       (void)vl;
-      auto parts = part + (b * H + h) * S * (D + 2);
-      auto base = parts + s * (D + 2);
-      store(base + rd, acc);
-      store(base + D, m);
-      store(base + D + 1, l);
-      // The last used program of (b, h) merges the parts; its atomic_add
-      // made every one of them visible.
-      when(atomic_add(counter + b * H + h, 1) == used - 1, [&] {
-        auto rs = arange<SPLITS>();
-        auto in = rs < used;
-        auto ms = load(parts + rs * (D + 2) + D, in, kMaskedScore);
-        auto ls = load(parts + rs * (D + 2) + D + 1, in, 0.0f);
-        auto accs = load(parts + expand_dims<1>(rs) * (D + 2) + expand_dims<0>(rd), expand_dims<1>(in), 0.0f);
-        auto top = max(ms);
-        auto w = where(in, exp(ms - top), 0.0f); // (SPLITS)
-        auto o = sum<0>(accs * expand_dims<1>(w)) / sum(w * ls);
-        store(out + b * C + h * D + rd, cast<T>(o));
-        store(counter + b * H + h, I32(0));
-      });
+      // One program with keys (S = 1, or at most BN of them): it writes the
+      // output itself, with no parts, count or merge.
+      when(used == 1, [&] { store(out + b * C + h * D + rd, cast<T>(acc / l)); });
+      if constexpr (SPLITS > 1)
+        when(used > 1, [&] {
+          auto parts = part + (b * H + h) * S * (D + 2);
+          auto base = parts + s * (D + 2);
+          store(base + rd, acc);
+          store(base + D, m);
+          store(base + D + 1, l);
+          // The last used program of (b, h) merges the parts; its
+          // atomic_add made every one of them visible.
+          when(atomic_add(counter + b * H + h, 1) == used - 1, [&] {
+            auto rs = arange<SPLITS>();
+            auto in = rs < used;
+            auto ms = load(parts + rs * (D + 2) + D, in, kMaskedScore);
+            auto ls = load(parts + rs * (D + 2) + D + 1, in, 0.0f);
+            auto accs =
+                load(parts + expand_dims<1>(rs) * (D + 2) + expand_dims<0>(rd), expand_dims<1>(in), 0.0f);
+            auto top = max(ms);
+            auto w = where(in, exp(ms - top), 0.0f); // (SPLITS)
+            auto o = sum<0>(accs * expand_dims<1>(w)) / sum(w * ls);
+            store(out + b * C + h * D + rd, cast<T>(o));
+            store(counter + b * H + h, I32(0));
+          });
+        });
     });
   }
 };

@@ -1403,6 +1403,7 @@ private:
     namespace hana = boost::hana;
     return tuning::product(
         hana::tuple_t<ops::AttentionDecode<D, 16, HD, 16>, ops::AttentionDecode<D, 16, HD, kMaxSplits>,
+                      ops::AttentionDecode<D, 32, HD, 1>, ops::AttentionDecode<D, 64, HD, 1>,
                       ops::AttentionDecode<D, 32, HD, 2>, ops::AttentionDecode<D, 32, HD, 4>,
                       ops::AttentionDecode<D, 32, HD, 8>, ops::AttentionDecode<D, 32, HD, 16>,
                       ops::AttentionDecode<D, 32, HD, kMaxSplits>>,
