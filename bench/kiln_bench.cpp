@@ -148,6 +148,16 @@ template <int ROWS, int BLOCK> void BM_softmax_rows(benchmark::State &state) {
   });
 }
 
+/// Wide rows a row at a time over a grid of `programs an SM` times the SMs.
+template <int BLOCK> void BM_softmax_wide(benchmark::State &state) {
+  RowsRun<ops::SoftmaxWide<f16, BLOCK>, 1, BLOCK> run(state);
+  state.SetLabel("wide rows a row at a time, BLOCK " + std::to_string(BLOCK) + ", " +
+                 std::to_string(state.range(2)) + " warps, " + std::to_string(state.range(3)) + " programs an SM");
+  run.time(state, [&](auto &k, Grid g) {
+    k.launch(g, run.x.data(), run.y.data(), run.rows, run.cols, run.cols, run.cols);
+  });
+}
+
 template <int ROWS, int BLOCK> void BM_layernorm_rows(benchmark::State &state) {
   RowsRun<ops::LayerNormRows<f16, ROWS, BLOCK>, ROWS, BLOCK> run(state);
   auto w = random_device<kiln::half>(run.cols), b = random_device<kiln::half>(run.cols);
@@ -522,6 +532,13 @@ BENCHMARK(BM_softmax<4096, false>)->Args({4096, 50257, 8})->Args({4096, 50257, 1
     ->UseManualTime()->Unit(benchmark::kMicrosecond)->Iterations(1);
 BENCHMARK(BM_softmax<8192, false>)->Args({4096, 50257, 8})->Args({4096, 50257, 16})
     ->UseManualTime()->Unit(benchmark::kMicrosecond)->Iterations(1);
+// Wide rows a row at a time: {rows, cols, warps, programs an SM}.
+BENCHMARK(BM_softmax_wide<2048>)->Args({4096, 50257, 8, 1})->Args({4096, 50257, 8, 2})->Args({4096, 50257, 8, 4})
+    ->Args({4096, 50257, 16, 1})->Args({4096, 50257, 16, 2})->UseManualTime()->Unit(benchmark::kMicrosecond)->Iterations(1);
+BENCHMARK(BM_softmax_wide<4096>)->Args({4096, 50257, 16, 1})->Args({4096, 50257, 16, 2})
+    ->Args({4096, 50257, 32, 1})->UseManualTime()->Unit(benchmark::kMicrosecond)->Iterations(1);
+BENCHMARK(BM_softmax_wide<1024>)->Args({4096, 50257, 8, 2})->Args({4096, 50257, 8, 4})
+    ->Args({8192, 4096, 8, 2})->Args({8192, 4096, 8, 4})->UseManualTime()->Unit(benchmark::kMicrosecond)->Iterations(1);
 // Short rows several at a time: {rows, cols, warps, programs an SM (0: a
 // program per block of rows)}.
 BENCHMARK(BM_softmax_rows<1, 4096>)->Args({8192, 4096, 8, 0})->Args({8192, 4096, 8, 4})

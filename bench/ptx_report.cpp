@@ -90,6 +90,7 @@ template <class D> void library(Report &r) {
   r.add<ops::LayerNorm<D, 1024>>();
   r.add<ops::LayerNorm<D, 1024, true>>();
   r.add<ops::SoftmaxRows<D, 4, 1024>>();
+  r.add<ops::SoftmaxWide<D, 2048>>();
   r.add<ops::LayerNormRows<D, 4, 1024>>();
   r.add<ops::Embedding<D, 256>>();
   r.add<ops::KvWrite<D, 256>>();

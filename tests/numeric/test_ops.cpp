@@ -79,6 +79,7 @@ TEST_CASE_TEMPLATE("softmax matches the reference", T, float, half) {
   auto looped = compile<ops::Softmax<D, 128>>(kCpu);
   auto one_pass = compile<ops::Softmax<D, 512, true>>(kCpu);
   auto by_rows = compile<ops::SoftmaxRows<D, 4, 512>>(kCpu);
+  auto wide = compile<ops::SoftmaxWide<D, 128>>(kCpu);
   for (auto [rows, cols] : {std::pair{1, 1}, {3, 100}, {4, 128}, {5, 300}, {2, 512}, {7, 1000}, {3, 1001}}) {
     CAPTURE(rows);
     CAPTURE(cols);
@@ -90,6 +91,15 @@ TEST_CASE_TEMPLATE("softmax matches the reference", T, float, half) {
     Mem dy2(y2);
     looped.launch(Grid(rows), dx(), dy(), cols, cols, cols);
     check(dy.fetch(), want, tol, tol);
+    // Wide rows a row at a time: one program for everything, two taking
+    // turns, one per row, more programs than rows.
+    for (int programs : {1, 2, rows, rows + 3}) {
+      CAPTURE(programs);
+      std::vector<T> yw(x.size(), T(-1.0f));
+      Mem dyw(yw);
+      wide.launch(Grid(programs), dx(), dyw(), rows, cols, cols, cols);
+      check(dyw.fetch(), want, tol, tol);
+    }
     if (cols <= 512) {
       one_pass.launch(Grid(rows), dx(), dy2(), cols, cols, cols);
       check(dy2.fetch(), want, tol, tol);
@@ -113,21 +123,24 @@ TEST_CASE_TEMPLATE("softmax of rows with their own strides", T, float, half) {
   double tol = std::is_same_v<T, half> ? 2e-3 : 1e-6;
   auto looped = compile<ops::Softmax<D, 64>>(kCpu);
   auto by_rows = compile<ops::SoftmaxRows<D, 2, 256>>(kCpu);
+  auto wide = compile<ops::SoftmaxWide<D, 64>>(kCpu);
   const int rows = 9, cols = 201, xs = 211, ys = 203;
   auto x = test::random_vector<T>(std::size_t(rows) * xs, 7, -8, 8);
   std::vector<T> packed;
   for (int r = 0; r < rows; ++r)
     packed.insert(packed.end(), x.begin() + r * xs, x.begin() + r * xs + cols);
   auto want = ref::softmax(packed, rows, cols);
-  for (int variant = 0; variant < 2; ++variant) {
+  for (int variant = 0; variant < 3; ++variant) {
     CAPTURE(variant);
     std::vector<T> y(std::size_t(rows) * ys, T(-1.0f));
     Mem dx(x);
     Mem dy(y);
     if (variant == 0)
       looped.launch(Grid(rows), dx(), dy(), cols, xs, ys);
-    else
+    else if (variant == 1)
       by_rows.launch(Grid(3), dx(), dy(), rows, cols, xs, ys);
+    else
+      wide.launch(Grid(4), dx(), dy(), rows, cols, xs, ys);
     auto got = dy.fetch();
     std::vector<T> inside;
     for (int r = 0; r < rows; ++r) {
@@ -146,6 +159,7 @@ TEST_CASE_TEMPLATE("softmax of non-finite rows is PyTorch's", T, float, half) {
   auto looped = compile<ops::Softmax<D, 32>>(kCpu);
   auto one_pass = compile<ops::Softmax<D, 128, true>>(kCpu);
   auto by_rows = compile<ops::SoftmaxRows<D, 2, 128>>(kCpu);
+  auto wide = compile<ops::SoftmaxWide<D, 32>>(kCpu);
   const int cols = 100;
   const float inf = INFINITY, nan = NAN;
   std::vector<std::vector<float>> rows = {
@@ -191,6 +205,10 @@ TEST_CASE_TEMPLATE("softmax of non-finite rows is PyTorch's", T, float, half) {
   Mem dy3(y3);
   by_rows.launch(Grid(2), dx(), dy3(), R, cols, cols, cols);
   check(dy3.fetch(), want, tol, tol);
+  std::vector<T> y4(x.size(), T(-1.0f));
+  Mem dy4(y4);
+  wide.launch(Grid(2), dx(), dy4(), R, cols, cols, cols);
+  check(dy4.fetch(), want, tol, tol);
 }
 
 TEST_CASE_TEMPLATE("layernorm matches the reference", T, float, half) {

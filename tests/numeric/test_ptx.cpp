@@ -102,6 +102,13 @@ TEST_CASE("softmax") {
   std::string rows = check_kernel<ops::SoftmaxRows<f16, 4, 1024>>("ld.global.v4.b32");
   CHECK(rows.find("st.global.v4.b32") != std::string::npos);
   CHECK(spill_stores(rows, "softmax_rows") == 0);
+  // Wide rows a row at a time: the same sweeps inside the loop over rows
+  // (8 warps, as benchmarked: 8 columns a thread).
+  CompileOptions eight;
+  eight.num_warps = 8;
+  std::string wide = check_kernel<ops::SoftmaxWide<f16, 2048>>("ld.global.v4.b32", eight);
+  CHECK(wide.find("st.global.v4.b32") != std::string::npos);
+  CHECK(spill_stores(wide, "softmax_wide") == 0);
 }
 TEST_CASE("layernorm") {
   check_kernel<ops::LayerNorm<f16, 1024>>();

@@ -6,6 +6,43 @@
 
 namespace kiln::ops {
 
+namespace detail {
+/// The looped softmax of one row: a sweep keeping a running max and
+/// rescaled sum per lane (online softmax), then a sweep writing, both from
+/// column `first` (the 16-byte boundary at or before column 0), each loading
+/// its next block of columns before it works on this one.
+template <class T, int BLOCK> void softmax_sweeps(Ptr<T> x_row, Ptr<T> y_row, I32 first, I32 n_cols) {
+  auto cols = arange<BLOCK>(); // (BLOCK)
+  auto chunk = [&](I32 start) {
+    auto c = start + cols;
+    return load(x_row + c, (c >= 0) & (c < n_cols), -inf);
+  };
+  // Online softmax per lane: a running max m and the sum s of exp(v - m).
+  // A lane whose max is still -inf (all its values -inf, or no column
+  // yet) holds s = 0: exp(-inf - -inf) would be NaN. Everything else
+  // follows PyTorch: a row of -inf, or with +inf or NaN, gives NaN.
+  auto [m, s, unused] = for_range(
+      first, n_cols, BLOCK, std::tuple(full<f32, BLOCK>(-inf), zeros<f32, BLOCK>(), chunk(first)),
+      [&](I32 start, Tile<f32, BLOCK> m, Tile<f32, BLOCK> s, Tile<T, BLOCK> here) {
+        auto next = chunk(start + BLOCK);
+        auto v = cast<f32>(here);
+        auto m_new = maximum(m, v);
+        auto s_new = s * exp(m - m_new) + exp(v - m_new);
+        return std::tuple(m_new, where(m_new == -inf, 0.0, s_new), next);
+      });
+  (void)unused;
+  auto row_max = max(m);
+  auto row_sum = sum(where(m == -inf, 0.0, s * exp(m - row_max)));
+  auto inv = 1.0f / row_sum;
+  for_range(first, n_cols, BLOCK, chunk(first), [&](I32 start, Tile<T, BLOCK> here) {
+    auto next = chunk(start + BLOCK);
+    auto c = start + cols;
+    store(y_row + c, cast<T>(exp(cast<f32>(here) - row_max) * inv), (c >= 0) & (c < n_cols));
+    return next;
+  });
+}
+} // namespace detail
+
 /// y[r, :] = softmax(x[r, :]) over n_cols, computed in f32. One program per
 /// row (grid: rows). With ONE_PASS the row must fit one block (n_cols <=
 /// BLOCK) and is read once; otherwise any n_cols works: a first sweep keeps a
@@ -28,33 +65,7 @@ template <class T, int BLOCK, bool ONE_PASS = false> struct Softmax {
       auto e = exp(v - max(v));
       store(y_row + cols, cast<T>(e / sum(e)), mask);
     } else {
-      auto first = detail::aligned_first_column<T>(row * x_stride);
-      auto chunk = [&](I32 start) {
-        auto c = start + cols;
-        return load(x_row + c, (c >= 0) & (c < n_cols), -inf);
-      };
-      // Online softmax per lane: a running max m and the sum s of exp(v - m).
-      // A lane whose max is still -inf (all its values -inf, or no column
-      // yet) holds s = 0: exp(-inf - -inf) would be NaN. Everything else
-      // follows PyTorch: a row of -inf, or with +inf or NaN, gives NaN.
-      auto [m, s, unused] = for_range(
-          first, n_cols, BLOCK, std::tuple(full<f32, BLOCK>(-inf), zeros<f32, BLOCK>(), chunk(first)),
-          [&](I32 start, Tile<f32, BLOCK> m, Tile<f32, BLOCK> s, Tile<T, BLOCK> here) {
-            auto next = chunk(start + BLOCK);
-            auto v = cast<f32>(here);
-            auto m_new = maximum(m, v);
-            auto s_new = s * exp(m - m_new) + exp(v - m_new);
-            return std::tuple(m_new, where(m_new == -inf, 0.0, s_new), next);
-          });
-      auto row_max = max(m);
-      auto row_sum = sum(where(m == -inf, 0.0, s * exp(m - row_max)));
-      auto inv = 1.0f / row_sum;
-      for_range(first, n_cols, BLOCK, chunk(first), [&](I32 start, Tile<T, BLOCK> here) {
-        auto next = chunk(start + BLOCK);
-        auto c = start + cols;
-        store(y_row + c, cast<T>(exp(cast<f32>(here) - row_max) * inv), (c >= 0) & (c < n_cols));
-        return next;
-      });
+      detail::softmax_sweeps<T, BLOCK>(x_row, y_row, detail::aligned_first_column<T>(row * x_stride), n_cols);
     }
   }
 };
@@ -84,6 +95,24 @@ template <class T, int ROWS, int BLOCK> struct SoftmaxRows {
       auto rows = at + r;
       store(y + rows * y_stride + c, cast<T>(e / expand_dims<1>(sum<1>(e))), (rows < n_rows) & in_row);
       return next;
+    });
+  }
+};
+
+/// Softmax of wide rows (any n_cols; a vocabulary's logits, say), with
+/// Softmax's two sweeps of a row, a row at a time: program p of a grid of G
+/// takes rows p, p + G, p + 2G, ... Any grid is correct. Softmax's grid of a
+/// program per row keeps as many rows in flight as the GPU holds programs
+/// (a 4096 x 50257 f16 input at 8 programs of 8 warps an SM: 1056 rows,
+/// 106 MB), more than L2 holds, so the second sweep reads memory again; a
+/// grid of `cuda::multiprocessor_count()` times one or two programs keeps
+/// the rows in flight in L2 (132 rows of 100 KB: 13 MB), and the second
+/// sweep reads them there. Same results as Softmax.
+template <class T, int BLOCK> struct SoftmaxWide {
+  void operator()(Ptr<T> x, Ptr<T> y, I32 n_rows, I32 n_cols, I32 x_stride, I32 y_stride) const {
+    for_range(program_id(0), n_rows, num_programs(0), [&](I32 row) {
+      detail::softmax_sweeps<T, BLOCK>(x + row * x_stride, y + row * y_stride,
+                                       detail::aligned_first_column<T>(row * x_stride), n_cols);
     });
   }
 };
