@@ -7,11 +7,15 @@
 namespace kiln::ops {
 
 namespace detail {
-/// The looped softmax of one row: a sweep keeping a running max and
+/// The looped softmax of row `row`: a sweep keeping a running max and
 /// rescaled sum per lane (online softmax), then a sweep writing, both from
-/// column `first` (the 16-byte boundary at or before column 0), each loading
-/// its next block of columns before it works on this one.
-template <class T, int BLOCK> void softmax_sweeps(Ptr<T> x_row, Ptr<T> y_row, I32 first, I32 n_cols) {
+/// the 16-byte boundary at or before the row's column 0, each loading its
+/// next block of columns before it works on this one.
+template <class T, int BLOCK>
+void softmax_sweeps(Ptr<T> x, Ptr<T> y, I32 row, I32 n_cols, I32 x_stride, I32 y_stride) {
+  auto x_row = x + row * x_stride;
+  auto y_row = y + row * y_stride;
+  auto first = aligned_first_column<T>(row * x_stride);
   auto cols = arange<BLOCK>(); // (BLOCK)
   auto chunk = [&](I32 start) {
     auto c = start + cols;
@@ -56,16 +60,14 @@ template <class T, int BLOCK> void softmax_sweeps(Ptr<T> x_row, Ptr<T> y_row, I3
 template <class T, int BLOCK, bool ONE_PASS = false> struct Softmax {
   void operator()(Ptr<T> x, Ptr<T> y, I32 n_cols, I32 x_stride, I32 y_stride) const {
     auto row = program_id(0);
-    auto cols = arange<BLOCK>(); // (BLOCK)
-    auto x_row = x + row * x_stride;
-    auto y_row = y + row * y_stride;
     if constexpr (ONE_PASS) {
+      auto cols = arange<BLOCK>(); // (BLOCK)
       auto mask = cols < n_cols;
-      auto v = cast<f32>(load(x_row + cols, mask, -inf));
+      auto v = cast<f32>(load(x + row * x_stride + cols, mask, -inf));
       auto e = exp(v - max(v));
-      store(y_row + cols, cast<T>(e / sum(e)), mask);
+      store(y + row * y_stride + cols, cast<T>(e / sum(e)), mask);
     } else {
-      detail::softmax_sweeps<T, BLOCK>(x_row, y_row, detail::aligned_first_column<T>(row * x_stride), n_cols);
+      detail::softmax_sweeps<T, BLOCK>(x, y, row, n_cols, x_stride, y_stride);
     }
   }
 };
@@ -110,10 +112,8 @@ template <class T, int ROWS, int BLOCK> struct SoftmaxRows {
 /// sweep reads them there. Same results as Softmax.
 template <class T, int BLOCK> struct SoftmaxWide {
   void operator()(Ptr<T> x, Ptr<T> y, I32 n_rows, I32 n_cols, I32 x_stride, I32 y_stride) const {
-    for_range(program_id(0), n_rows, num_programs(0), [&](I32 row) {
-      detail::softmax_sweeps<T, BLOCK>(x + row * x_stride, y + row * y_stride,
-                                       detail::aligned_first_column<T>(row * x_stride), n_cols);
-    });
+    for_range(program_id(0), n_rows, num_programs(0),
+              [&](I32 row) { detail::softmax_sweeps<T, BLOCK>(x, y, row, n_cols, x_stride, y_stride); });
   }
 };
 
