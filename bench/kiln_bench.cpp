@@ -592,6 +592,8 @@ BENCHMARK(BM_attention_prefill<128, 128, 8>)->Args({4, 16, 4096})->UseManualTime
 BENCHMARK(BM_attention_prefill<64, 128, 8, 3>)->Args({8, 12, 1024})->UseManualTime()->Unit(benchmark::kMicrosecond)->Iterations(1);
 BENCHMARK(BM_attention_prefill<128, 128, 8, 3>)->Args({4, 16, 4096})->UseManualTime()->Unit(benchmark::kMicrosecond)->Iterations(1);
 BENCHMARK(BM_few_rows)
+    ->Args({2, 768, 768, 0})->Args({2, 768, 3072, 0})->Args({2, 3072, 768, 0})
+    ->Args({4, 768, 768, 0})->Args({4, 768, 3072, 0})->Args({4, 3072, 768, 0})
     ->Args({8, 768, 2304, 0})->Args({8, 768, 3072, 0})->Args({8, 3072, 768, 0})->Args({8, 768, 768, 0})
     ->Args({8, 768, 50257, 0})->Args({16, 3072, 768, 0})->Args({16, 768, 3072, 0})
     ->Args({8, 768, 2304, 1})->Args({8, 768, 3072, 1})->Args({8, 3072, 768, 1})->Args({8, 768, 768, 1})
@@ -606,6 +608,18 @@ BENCHMARK(BM_decode_rows<1, 768, true, DE::BiasGelu>)->Arg(3072)
 BENCHMARK(BM_decode_rows<1, 768, true, DE::Bias>)->Arg(2304)
     ->UseManualTime()->Unit(benchmark::kMicrosecond)->Iterations(1);
 BENCHMARK(BM_decode_rows<1, 3072, false, DE::BiasResidual>)->Arg(768)
+    ->UseManualTime()->Unit(benchmark::kMicrosecond)->Iterations(1);
+BENCHMARK(BM_decode_rows<2, 768, false, DE::None>)->Arg(768)
+    ->UseManualTime()->Unit(benchmark::kMicrosecond)->Iterations(1);
+BENCHMARK(BM_decode_rows<2, 768, true, DE::BiasGelu>)->Arg(3072)
+    ->UseManualTime()->Unit(benchmark::kMicrosecond)->Iterations(1);
+BENCHMARK(BM_decode_rows<2, 3072, false, DE::BiasResidual>)->Arg(768)
+    ->UseManualTime()->Unit(benchmark::kMicrosecond)->Iterations(1);
+BENCHMARK(BM_decode_rows<4, 768, false, DE::None>)->Arg(768)
+    ->UseManualTime()->Unit(benchmark::kMicrosecond)->Iterations(1);
+BENCHMARK(BM_decode_rows<4, 768, true, DE::BiasGelu>)->Arg(3072)
+    ->UseManualTime()->Unit(benchmark::kMicrosecond)->Iterations(1);
+BENCHMARK(BM_decode_rows<4, 3072, false, DE::BiasResidual>)->Arg(768)
     ->UseManualTime()->Unit(benchmark::kMicrosecond)->Iterations(1);
 BENCHMARK(BM_decode_rows<8, 768, false, DE::None>)->Arg(768)
     ->UseManualTime()->Unit(benchmark::kMicrosecond)->Iterations(1);

@@ -308,11 +308,10 @@ private:
   template <class K>
   void launch(const Kernel<K> &k, Context &ctx, const Tensor<i32> &tokens, const Tensor<i32> &positions,
               const Tensor<D> &out) const {
-    if (ctx.elided("embedding"))
-      return;
-    k.launch(Grid(uint32_t(tokens.dim(0))), tokens.data(), positions.data(), wte_.data(), wpe_.data(),
-             out.data(), int(features()));
-    ctx.count_launch("embedding");
+    ctx.launch_as("embedding", [&] {
+      k.launch(Grid(uint32_t(tokens.dim(0))), tokens.data(), positions.data(), wte_.data(), wpe_.data(),
+               out.data(), int(features()));
+    });
   }
 
   Tensor<D> wte_, wpe_;
@@ -381,21 +380,20 @@ public:
 private:
   template <class K>
   void launch(const Kernel<K> &k, Context &ctx, const Tensor<D> &x, const Tensor<D> &y) const {
-    if (ctx.elided("layernorm"))
-      return;
-    int C = int(features());
-    int64_t rows = x.dim(0);
-    if constexpr (requires { K::Rows; }) {
-      // Several rows a program, the programs looping over the row blocks.
-      int64_t blocks = ceil_div(rows, int64_t(K::Rows));
-      if (ctx.gpu())
-        blocks = std::min<int64_t>(blocks, 8 * int64_t(cuda::multiprocessor_count()));
-      k.launch(Grid(uint32_t(std::max<int64_t>(blocks, 1))), x.data(), weight_.data(), bias_.data(), y.data(),
-               int(rows), C, C, eps_);
-    } else {
-      k.launch(Grid(uint32_t(rows)), x.data(), weight_.data(), bias_.data(), y.data(), C, C, eps_);
-    }
-    ctx.count_launch("layernorm");
+    ctx.launch_as("layernorm", [&] {
+      int C = int(features());
+      int64_t rows = x.dim(0);
+      if constexpr (requires { K::Rows; }) {
+        // Several rows a program, the programs looping over the row blocks.
+        int64_t blocks = ceil_div(rows, int64_t(K::Rows));
+        if (ctx.gpu())
+          blocks = std::min<int64_t>(blocks, 8 * int64_t(cuda::multiprocessor_count()));
+        k.launch(Grid(uint32_t(std::max<int64_t>(blocks, 1))), x.data(), weight_.data(), bias_.data(), y.data(),
+                 int(rows), C, C, eps_);
+      } else {
+        k.launch(Grid(uint32_t(rows)), x.data(), weight_.data(), bias_.data(), y.data(), C, C, eps_);
+      }
+    });
   }
 
   Tensor<D> weight_, bias_;
@@ -545,12 +543,11 @@ public:
       tuning::for_each_candidate(candidates, ctx.target(), [&]<class K>(const CompileOptions &, const std::string &label) {
         launchers[label] = [](const CompiledKernel &k, const Linear &self, Context &c, const Tensor<D> &xx,
                               const Tensor<D> *res, const Tensor<D> &o) {
-          if (c.elided(self.options_.role))
-            return;
-          self.withMatmulArgs<K>(xx, res, o, [&](const Grid &g, const auto &...a) {
-            static_cast<const Kernel<K> &>(k).launch(g, a...);
+          c.launch_as(self.options_.role, [&] {
+            self.withMatmulArgs<K>(xx, res, o, [&](const Grid &g, const auto &...a) {
+              static_cast<const Kernel<K> &>(k).launch(g, a...);
+            });
           });
-          c.count_launch(self.options_.role);
         };
       });
       std::string key = options_.role + " " + std::to_string(bucket) + "x" +
@@ -656,10 +653,9 @@ private:
       auto site = []<class KK>(const Kernel<KK> &k, const Linear &s, Context &cc, const Tensor<D> &xx,
                                const Tensor<D> *res, const Tensor<D> &o) {
         std::string role = s.options_.role + (KK::BM == 1 ? "_decode1" : "_decode8");
-        if (cc.elided(role))
-          return;
-        s.withDecodeArgs<KK>(xx, res, o, [&](const Grid &g, const auto &...a) { k.launch(g, a...); });
-        cc.count_launch(role);
+        cc.launch_as(role, [&] {
+          s.withDecodeArgs<KK>(xx, res, o, [&](const Grid &g, const auto &...a) { k.launch(g, a...); });
+        });
       };
       auto tuneRows = [&]<int R>(DecodeSite &into, const char *suffix) {
         if (into)
@@ -862,10 +858,9 @@ public:
           auto site = []<class KK>(const Kernel<KK> &k, const NormLinear &s, Context &cc,
                                    const Tensor<D> &xx, const Tensor<D> &o) {
             std::string role = s.role_ + (KK::BM == 1 ? "_decode1" : "_decode8");
-            if (cc.elided(role))
-              return;
-            s.withArgs<KK>(xx, o, [&](const Grid &g, const auto &...a) { k.launch(g, a...); });
-            cc.count_launch(role);
+            cc.launch_as(role, [&] {
+              s.withArgs<KK>(xx, o, [&](const Grid &g, const auto &...a) { k.launch(g, a...); });
+            });
           };
           auto tuneRows = [&]<int R>(Site &into, const char *suffix) {
             if (into)
@@ -1107,10 +1102,9 @@ public:
                              const Tensor<i32> &pos, const Tensor<D> &qkv, bool cachedOnly) {
           auto site = []<class KK>(const Kernel<KK> &k, const CausalSelfAttention &a, Context &cc,
                                    const Tensor<D> &xx, const Tensor<i32> &p, const Tensor<D> &o) {
-            if (cc.elided(KK::BM == 1 ? "decode_qkv1" : "decode_qkv8"))
-              return;
-            a.withDecodeQkvArgs<KK>(xx, p, o, [&](const Grid &g, const auto &...args) { k.launch(g, args...); });
-            cc.count_launch(KK::BM == 1 ? "decode_qkv1" : "decode_qkv8");
+            cc.launch_as(KK::BM == 1 ? "decode_qkv1" : "decode_qkv8", [&] {
+              a.withDecodeQkvArgs<KK>(xx, p, o, [&](const Grid &g, const auto &...args) { k.launch(g, args...); });
+            });
           };
           auto tuneRows = [&]<int R>(QkvSite &into, const char *role) {
             int64_t rows = x.dim(0);
@@ -1345,11 +1339,10 @@ private:
   template <class K>
   void launchCacheWrite(const Kernel<K> &k, Context &ctx, const Tensor<D> &qkv, const Tensor<i32> &seq,
                         const Tensor<i32> &pos) const {
-    if (ctx.elided("kv_write"))
-      return;
-    k.launch(Grid(uint32_t(qkv.dim(0))), qkv.data(), seq.data(), pos.data(), cache_.k.data(),
-             cache_.v.data(), int(features()), int(cache_.context()));
-    ctx.count_launch("kv_write");
+    ctx.launch_as("kv_write", [&] {
+      k.launch(Grid(uint32_t(qkv.dim(0))), qkv.data(), seq.data(), pos.data(), cache_.k.data(),
+               cache_.v.data(), int(features()), int(cache_.context()));
+    });
   }
   /// Tunes the cache write of `rows` rows (sequence 0, positions 0 ..
   /// rows - 1, at most the cache's length) from ws.qkv.
@@ -1372,22 +1365,20 @@ private:
   template <class K>
   void launchPrefillAttention(const Kernel<K> &k, Context &c, const Tensor<D> &qkv,
                               const Tensor<D> &att, const Packing &p) const {
-    if (c.elided("attention_prefill"))
-      return;
-    k.launch(Grid(ceil_div(p.longest, K::BM), uint32_t(heads_), uint32_t(p.prompts)), qkv.data(),
-             cache_.k.data(), cache_.v.data(), att.data(), p.starts.data(), p.lengths.data(),
-             int(features()), int(cache_.context()), scale());
-    c.count_launch("attention_prefill");
+    c.launch_as("attention_prefill", [&] {
+      k.launch(Grid(ceil_div(p.longest, K::BM), uint32_t(heads_), uint32_t(p.prompts)), qkv.data(),
+               cache_.k.data(), cache_.v.data(), att.data(), p.starts.data(), p.lengths.data(),
+               int(features()), int(cache_.context()), scale());
+    });
   }
   template <class K>
   void launchDecodeAttention(const Kernel<K> &k, Context &c, const Workspace<D> &ws,
                              const Tensor<i32> &pos, int64_t B) const {
-    if (c.elided("attention_decode"))
-      return;
-    k.launch(Grid(uint32_t(B), uint32_t(heads_), uint32_t(K::Splits)),
-             ws.qkv.data(), cache_.k.data(), cache_.v.data(), ws.parts.data(), ws.counter.data(),
-             ws.att.data(), pos.data(), int(features()), int(cache_.context()), scale());
-    c.count_launch("attention_decode");
+    c.launch_as("attention_decode", [&] {
+      k.launch(Grid(uint32_t(B), uint32_t(heads_), uint32_t(K::Splits)),
+               ws.qkv.data(), cache_.k.data(), cache_.v.data(), ws.parts.data(), ws.counter.data(),
+               ws.att.data(), pos.data(), int(features()), int(cache_.context()), scale());
+    });
   }
 
   /// The attention kernels' spaces for head_dim HD: prefill query x key
@@ -1567,10 +1558,9 @@ private:
   template <class K>
   void launch(const Kernel<K> &k, Context &ctx, const Tensor<D> &src, const Tensor<i32> &index,
               const Tensor<D> &dst) const {
-    if (ctx.elided("gather"))
-      return;
-    k.launch(Grid(uint32_t(index.dim(0))), src.data(), index.data(), dst.data(), int(src.dim(1)));
-    ctx.count_launch("gather");
+    ctx.launch_as("gather", [&] {
+      k.launch(Grid(uint32_t(index.dim(0))), src.data(), index.data(), dst.data(), int(src.dim(1)));
+    });
   }
   Handle<ops::GatherRows<D, 256>> kernel_;
   TunedByRows<const GatherRows &, Context &, const Tensor<D> &, const Tensor<i32> &, const Tensor<D> &> tuned_;
@@ -1685,11 +1675,10 @@ public:
         tuning::kWarps, tuning::kNoStages, tuning::kPlainOnly);
     auto site = []<class K>(const Kernel<K> &k, const Sampler &, Context &c, const Tensor<D> &l,
                             const Tensor<i32> &n, const Tensor<i32> &p, int advance) {
-      if (c.elided("argmax"))
-        return;
-      int V = int(l.dim(1));
-      k.launch(Grid(uint32_t(n.dim(0))), l.data(), n.data(), p.data(), V, V, advance);
-      c.count_launch("argmax");
+      c.launch_as("argmax", [&] {
+        int V = int(l.dim(1));
+        k.launch(Grid(uint32_t(n.dim(0))), l.data(), n.data(), p.data(), V, V, advance);
+      });
     };
     std::string key = "argmax " + std::to_string(next.dim(0)) + "x" + std::to_string(logits.dim(1));
     argmaxTuned_.tune(ctx, space, "argmax", key, cached_only, site, *this, ctx,

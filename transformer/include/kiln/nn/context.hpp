@@ -27,6 +27,7 @@
 #include <set>
 #include <string>
 #include <typeinfo>
+#include <utility>
 #include <vector>
 
 namespace kiln::nn {
@@ -140,6 +141,14 @@ public:
   /// results of such a step are meaningless.
   std::set<std::string> elide;
   bool elided(const std::string &role) const { return !elide.empty() && elide.count(role) != 0; }
+  /// Makes one launch under `role` (`launch()`) and counts it, unless the
+  /// role is elided.
+  template <class F> void launch_as(const std::string &role, F &&launch) {
+    if (elided(role))
+      return;
+    std::forward<F>(launch)();
+    count_launch(role);
+  }
 
 private:
   template <class K> friend class Handle;
@@ -156,10 +165,7 @@ private:
 template <class K>
 template <class... A>
 void Handle<K>::operator()(Context &ctx, const Grid &grid, const A &...args) const {
-  if (ctx.elided(role_))
-    return;
-  kernel().launch(grid, args...);
-  ctx.count_launch(role_);
+  ctx.launch_as(role_, [&] { kernel().launch(grid, args...); });
 }
 
 } // namespace kiln::nn
