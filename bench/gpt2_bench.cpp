@@ -169,7 +169,7 @@ int main(int argc, char **argv) {
     app.add_option("--new", newTokenCounts, "tokens generated per run (128,512)")->delimiter(',');
     int decodeRows = gpt2::ModelOptions{}.decode_kernel_rows;
     app.add_option("--decode-kernel-rows", decodeRows,
-                   "steps of up to this many sequences on the decode-step kernels (8, 1 or 0)");
+                   "steps of up to this many sequences on the decode-step kernels (0, 1, 2, 4 or 8)");
     int fewRows = gpt2::ModelOptions{}.few_row_products;
     app.add_option("--few-rows", fewRows,
                    "steps of 2 to this many sequences run the few-row kernels (0-16)");
@@ -198,8 +198,8 @@ int main(int argc, char **argv) {
     for (int n : newTokenCounts)
       if (n < 2 || n > 512)
         throw tool::UsageError("--new: every count must be between 2 and 512 tokens");
-    if (decodeRows != 0 && decodeRows != 1 && decodeRows != 8)
-      throw tool::UsageError("--decode-kernel-rows must be 8, 1 or 0");
+    if (decodeRows != 0 && decodeRows != 1 && decodeRows != 2 && decodeRows != 4 && decodeRows != 8)
+      throw tool::UsageError("--decode-kernel-rows must be 0, 1, 2, 4 or 8");
     if (fewRows < 0 || fewRows > 16)
       throw tool::UsageError("--few-rows must be between 0 and 16");
     if (fewFuse != 0 && fewFuse != 1)

@@ -117,7 +117,7 @@ TEST_CASE("nn::Linear matches the reference with every epilogue, prefill and dec
   // Decode-step kernels (1 row; up to 8 rows) for K = 64 and 256; 33 and 40
   // rows take the prefill tiles. Without a decode copy of the weight every
   // row count takes the prefill tiles.
-  checkLinear<Epilogue::None, 64>(96, {1, 5, 40});
+  checkLinear<Epilogue::None, 64>(96, {1, 2, 5, 40});
   checkLinear<Epilogue::Bias, 64>(96, {1, 8, 40});
   checkLinear<Epilogue::BiasGelu, 64>(160, {1, 3, 40});
   checkLinear<Epilogue::BiasResidual, 256>(64, {1, 7, 33});
@@ -493,8 +493,10 @@ TEST_CASE("decode-step kernels tune over their declared space and agree with the
   nn::NormLinear<f32, Epilogue::Bias> normed(ctx, nn::LayerNorm<f32>(ctx, lnw, lnb), w, b, wt, {"nl"},
                                             nn::Widths<K>{});
   ctx.compile();
-  for (int64_t M : {1, 6}) {
+  // The decode kernels' ladder: 1 row, 2, 3 (the 4-row kernel), 6 (8).
+  for (int64_t M : {1, 2, 3, 6}) {
     CAPTURE(M);
+    int R = M == 1 ? 1 : M == 2 ? 2 : M <= 4 ? 4 : 8;
     nn::Tensor<f32> scratchX = tensor({M, K}, 12), scratchOut(target(), {M, N});
     CHECK(linear.decode_tuned(M) == nullptr);
     linear.tune_decode(ctx, scratchX, scratchOut);
@@ -502,6 +504,8 @@ TEST_CASE("decode-step kernels tune over their declared space and agree with the
     REQUIRE(linear.decode_tuned(M) != nullptr);
     REQUIRE(normed.decode_tuned(M) != nullptr);
     CHECK(linear.decode_tuned(M)->label().find("DecodeLinear") == 0);
+    CHECK(linear.decode_tuned(M)->label().find("DecodeLinear_f32_" + std::to_string(R) + "_") == 0);
+    CHECK(normed.decode_tuned(M)->label().find("DecodeLinear_f32_" + std::to_string(R) + "_") == 0);
     nn::Tensor<f32> x = tensor({M, K}, 11, 3.0f), out(target(), {M, N}), tmp(target(), {M, K});
     int before = ctx.launches();
     linear(ctx, x, out);
@@ -509,7 +513,7 @@ TEST_CASE("decode-step kernels tune over their declared space and agree with the
     checkClose(out.to_host(), reference(x.to_host(), w.to_host(), b.to_host(), nullptr, Epilogue::Bias,
                                         int(M), int(N), K), 1e-4);
     // A profile's elided role: the launch is neither made nor counted.
-    ctx.elide = {M == 1 ? "lin_decode1" : "lin_decode8"};
+    ctx.elide = {"lin_decode" + std::to_string(R)};
     nn::Tensor<f32> untouched(target(), {M, N}, std::vector<float>(std::size_t(M * N), 7.f));
     linear(ctx, x, untouched);
     ctx.elide.clear();
@@ -528,7 +532,7 @@ TEST_CASE("decode-step kernels tune over their declared space and agree with the
   int sites = 0;
   for (const nn::KernelRecord &r : ctx.kernels())
     sites += r.source == "tuned";
-  CHECK(sites == 4);
+  CHECK(sites == 2 * nn::detail::kDecodeSlots); // each block: a kernel per row count of the ladder
 }
 
 TEST_CASE("nn::Linear::tune times its space, persists the winner, and launches it") {

@@ -117,7 +117,9 @@ template <class D> struct ModelImpl final : Model::Impl {
     using W1 = Widths<CW>;      // the decode kernels' input widths: C
     using W4 = Widths<4 * CW>;  // and 4C
     int64_t C = cfg.n_embd;
-    int rows = opts.decode_kernel_rows;
+    // The decode-step kernels' ladder up to decode_kernel_rows rows, and
+    // no further than the count that covers max_batch sequences.
+    int rows = std::min(opts.decode_kernel_rows, nn::detail::decodeRowsOf(2 * B - 1));
     int few = opts.few_row_products;
     auto decodeCopy = [&](std::size_t i, nn::Shape s) { return CW ? upload(p.at(i), s) : Tensor<D>{}; };
     nn::LayerNorm<D> ln1(ctx, upload(p[0], {C}), upload(p[1], {C}));
@@ -144,9 +146,9 @@ template <class D> struct ModelImpl final : Model::Impl {
   ModelImpl(const Weights &w, const Target &t, Precision p, ModelOptions o)
       : Impl(w.config, t, p, o), ctx(t) {
     cfg.validate();
-    if (o.decode_kernel_rows != 0 && o.decode_kernel_rows != 1 && o.decode_kernel_rows != nn::kDecodeRows)
-      throw Error("gpt2: decode_kernel_rows must be 0, 1 or " + std::to_string(nn::kDecodeRows) + " (got " +
-                  std::to_string(o.decode_kernel_rows) + ")");
+    if (o.decode_kernel_rows < 0 || o.decode_kernel_rows != nn::detail::decodeRowsOf(o.decode_kernel_rows))
+      throw Error("gpt2: decode_kernel_rows must be 0, 1, 2, 4 or 8 (got " + std::to_string(o.decode_kernel_rows) +
+                  ")");
     if (o.few_row_products < 0 || o.few_row_products > nn::kFewRows)
       throw Error("gpt2: few_row_products must be 0 to " + std::to_string(nn::kFewRows) + " (got " +
                   std::to_string(o.few_row_products) + ")");

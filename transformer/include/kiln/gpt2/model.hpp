@@ -41,9 +41,11 @@ struct ModelOptions {
   Tuning tuning = Tuning::Cached;
   /// Decode steps of up to this many sequences run the decode-step kernels
   /// (ops::DecodeLinear, ops::DecodeQkv): 1 (the default: batches of 2 or
-  /// more run the tensor-core prefill products, 1.2x faster at batch 8 on
-  /// an H200 with heuristic tiles and 1.4x tuned), 8 (the 8-row decode
-  /// kernels) or 0 (every step on the prefill products).
+  /// more run the few-row kernels below), 2, 4 or 8 (kernels of 1, 2, 4 and
+  /// 8 rows up to that count, and no further than max_batch needs, a step
+  /// running the smallest that holds its sequences; the 8-row ones were
+  /// 1.5-6x slower than the few-row products on an H200) or 0 (every step
+  /// on the few-row or prefill products).
   int decode_kernel_rows = 1;
   /// Decode steps of 2 to this many sequences (at most 16) that do not run
   /// the decode-step kernels run the few-row kernels (ops::FewRowsQkv,

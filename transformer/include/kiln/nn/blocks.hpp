@@ -17,9 +17,10 @@
 // Activations are row-major [rows, features] tensors. A prefill runs many
 // rows (several prompts packed one after another, described by a Packing);
 // a decode step runs one row per sequence and, for up to kDecodeRows rows,
-// launches kernels written for a few rows: they stream each weight matrix
-// once, as [N, K] (a layer's "decode copy" of W, `weight_t`), with the
-// layernorm, the bias, gelu, the residual and the KV-cache write fused in.
+// launches kernels written for 1, 2, 4 or 8 rows (the smallest that holds
+// the step's): they stream each weight matrix once, as [N, K] (a layer's
+// "decode copy" of W, `weight_t`), with the layernorm, the bias, gelu, the
+// residual and the KV-cache write fused in.
 //
 //===----------------------------------------------------------------------===//
 #pragma once
@@ -36,6 +37,7 @@
 #include "kiln/ops/matmul.hpp"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <initializer_list>
 #include <map>
@@ -135,6 +137,46 @@ template <class D> constexpr auto decodeColumns() {
 /// the candidate (TuneTiming::chain), each a programmatic dependent of the
 /// one before, as they run in a step.
 inline constexpr int kDecodeChain = 16;
+
+/// The row counts of the decode-step kernels, a ladder: a step of B rows
+/// runs the kernel of the smallest count that is at least B, so a batch of
+/// 2 does not stream the weights through an 8-row kernel's registers.
+inline constexpr int kDecodeSlots = 4; // 1, 2, 4 and kDecodeRows rows
+static_assert(kDecodeRows == 8, "the ladder is 1, 2, 4, 8");
+/// The ladder's slot of the kernel that 1 to kDecodeRows rows run.
+constexpr int decodeSlot(int64_t rows) { return rows <= 1 ? 0 : rows <= 2 ? 1 : rows <= 4 ? 2 : 3; }
+/// `rows` rounded down to a count of the ladder (0: no decode kernels).
+constexpr int decodeRowsOf(int64_t rows) {
+  return rows >= 8 ? 8 : rows >= 4 ? 4 : rows >= 2 ? 2 : rows >= 1 ? 1 : 0;
+}
+/// Calls f.template operator()<R>() for each count R of the ladder up to
+/// `rows` (a count of the ladder).
+template <class F> void forDecodeLadder(int rows, F &&f) {
+  if (rows >= 1)
+    f.template operator()<1>();
+  if (rows >= 2)
+    f.template operator()<2>();
+  if (rows >= 4)
+    f.template operator()<4>();
+  if (rows >= 8)
+    f.template operator()<8>();
+}
+/// Calls f.template operator()<R>() with the row count R of ladder slot
+/// `slot`.
+template <class F> void atDecodeSlot(int slot, F &&f) {
+  switch (slot) {
+  case 0: f.template operator()<1>(); break;
+  case 1: f.template operator()<2>(); break;
+  case 2: f.template operator()<4>(); break;
+  default: f.template operator()<8>(); break;
+  }
+}
+/// The name suffix of a block's decode-step kernel of R rows.
+inline std::string decodeSuffix(int R) { return "_decode" + std::to_string(R); }
+/// Output columns per program of the heuristic (untuned) decode-step
+/// kernels of R rows: `one` for a row (as ranked on an H200), 8 for two,
+/// 4 for more (the accumulators of R rows share the registers).
+template <int R> constexpr int decodeColumnsFor(int one) { return R == 1 ? one : R == 2 ? 8 : 4; }
 
 /// The decode-step kernels `Of::type<BN>` for every BN of decodeColumns,
 /// times 1 to 8 warps, pruned by their `feasible` (registers, 16-byte loads).
@@ -409,9 +451,11 @@ private:
 
 struct LinearOptions {
   std::string role = "linear"; ///< the kernels' name in --explain and profiles
-  /// Decode-step kernels for 1 row (`decode_rows` >= 1) and for up to
-  /// kDecodeRows rows (`decode_rows` == kDecodeRows); 0: none. They need
-  /// the weight as [N, K] (`weight_t`) and K among the block's nn::Widths.
+  /// Decode-step kernels for steps of up to `decode_rows` rows (rounded
+  /// down to 1, 2, 4 or kDecodeRows): one kernel for each of those row
+  /// counts up to it, a step running the smallest that holds its rows; 0:
+  /// none. They need the weight as [N, K] (`weight_t`) and K among the
+  /// block's nn::Widths.
   int decode_rows = kDecodeRows;
   /// Products of 2 to this many rows (at most kFewRows; a decode step of a
   /// batch) run ops::FewRowsLinear for 16-bit types, on any target, when the weight
@@ -574,9 +618,9 @@ public:
     tuned_[bucket] = {t, found->second};
   }
 
-  /// Tunes the decode-step kernel that x.dim(0) rows run (the 1-row one,
-  /// or the kDecodeRows-row one for 2 to kDecodeRows rows; nothing for more
-  /// rows or without decode kernels) over its space (detail::decodeSpace:
+  /// Tunes the decode-step kernel that x.dim(0) rows run (of 1, 2, 4 or
+  /// kDecodeRows rows, the smallest that holds them; nothing for more rows
+  /// than the block's decode kernels take) over its space (detail::decodeSpace:
   /// columns per program times warps) on x [B, K] and out [B, N], both
   /// overwritten (for BiasResidual out is also the residual). Once per
   /// kernel; with `cached_only` only persisted winners are read back.
@@ -589,9 +633,7 @@ public:
   /// The tuned decode-step kernel `rows` rows launch; null when they run a
   /// heuristic one (or no decode-step kernel).
   const Tuned *decode_tuned(int64_t rows) const {
-    if (rows == 1 && decode1_)
-      return tunedDecode1_.tuned();
-    return rows >= 1 && rows <= kDecodeRows && decode8_ ? tunedDecode8_.tuned() : nullptr;
+    return decodes(rows) ? tunedDecode_[std::size_t(detail::decodeSlot(rows))].tuned() : nullptr;
   }
 
   /// The tuned kernel products of `rows` rows launch; null when they run
@@ -608,7 +650,7 @@ public:
 
   /// True when `rows` rows run on the decode-step kernels.
   bool decodes(int64_t rows) const {
-    return rows >= 1 && ((rows == 1 && decode1_) || (rows <= kDecodeRows && decode8_));
+    return rows >= 1 && rows <= kDecodeRows && decode_[std::size_t(detail::decodeSlot(rows))];
   }
 
   /// out [R, N] = E(x [R, K] @ weight).
@@ -633,44 +675,44 @@ private:
 
   template <int K> void requestDecode(Context &ctx) {
     constexpr auto DE = detail::decodeEpilogue(E);
-    // Output columns per program: 8 for wide outputs (more programs than
-    // multiprocessors either way), 4 for narrow ones, as ranked on an H200.
-    auto one = [&]<int BN>() {
-      auto k = ctx.kernel<ops::DecodeLinear<D, 1, BN, K, 256, false, DE>>(options_.role + "_decode1");
-      decode1_ = [k](const Linear &self, Context &c, const Tensor<D> &x, const Tensor<D> *res,
-                     const Tensor<D> &out) { self.launchDecode(c, k, x, res, out); };
-    };
-    if (out_features() > in_features())
-      one.template operator()<8>();
-    else
-      one.template operator()<4>();
-    if (options_.decode_rows >= kDecodeRows) {
-      auto k = ctx.kernel<ops::DecodeLinear<D, kDecodeRows, 4, K, 256, false, DE>>(options_.role + "_decode8");
-      decode8_ = [k](const Linear &self, Context &c, const Tensor<D> &x, const Tensor<D> *res,
-                     const Tensor<D> &out) { self.launchDecode(c, k, x, res, out); };
-    }
+    // One row: 8 output columns a program for wide outputs (more programs
+    // than multiprocessors either way), 4 for narrow ones, as ranked on an
+    // H200.
+    bool wide = out_features() > in_features();
+    detail::forDecodeLadder(detail::decodeRowsOf(options_.decode_rows), [&]<int R>() {
+      auto make = [&]<int BN>() {
+        auto k = ctx.kernel<ops::DecodeLinear<D, R, BN, K, 256, false, DE>>(options_.role + detail::decodeSuffix(R));
+        decode_[std::size_t(detail::decodeSlot(R))] = [k](const Linear &self, Context &c, const Tensor<D> &x,
+                                                          const Tensor<D> *res, const Tensor<D> &out) {
+          self.launchDecode(c, k, x, res, out);
+        };
+      };
+      if (wide)
+        make.template operator()<detail::decodeColumnsFor<R>(8)>();
+      else
+        make.template operator()<detail::decodeColumnsFor<R>(4)>();
+    });
     decodeTuner_ = [](Linear &self, Context &c, const Tensor<D> &x, const Tensor<D> &out, bool cachedOnly) {
       auto site = []<class KK>(const Kernel<KK> &k, const Linear &s, Context &cc, const Tensor<D> &xx,
                                const Tensor<D> *res, const Tensor<D> &o) {
-        std::string role = s.options_.role + (KK::BM == 1 ? "_decode1" : "_decode8");
-        cc.launch_as(role, [&] {
+        cc.launch_as(s.options_.role + detail::decodeSuffix(KK::BM), [&] {
           s.withDecodeArgs<KK>(xx, res, o, [&](const Grid &g, const auto &...a) { k.launch(g, a...); });
         });
       };
-      auto tuneRows = [&]<int R>(DecodeSite &into, const char *suffix) {
+      if (!self.decodes(x.dim(0)))
+        return;
+      int slot = detail::decodeSlot(x.dim(0));
+      detail::atDecodeSlot(slot, [&]<int R>() {
+        DecodeSite &into = self.tunedDecode_[std::size_t(slot)];
         if (into)
           return;
         const Tensor<D> *res = E == Epilogue::BiasResidual ? &out : nullptr;
-        std::string role = self.options_.role + suffix;
+        std::string role = self.options_.role + detail::decodeSuffix(R);
         into.chained(detail::kDecodeChain)
             .tune(c, detail::decodeSpace<detail::DecodeLinearOf<D, R, K, false, DE>>(), role,
                   detail::productKey(role, x.dim(0), K, self.out_features()), cachedOnly, site, self, c,
                   x, res, out);
-      };
-      if (x.dim(0) == 1 && self.decode1_)
-        tuneRows.template operator()<1>(self.tunedDecode1_, "_decode1");
-      else if (x.dim(0) > 1 && x.dim(0) <= kDecodeRows && self.decode8_)
-        tuneRows.template operator()<kDecodeRows>(self.tunedDecode8_, "_decode8");
+      });
     };
   }
 
@@ -732,10 +774,10 @@ private:
     expect(x, {kAny, in_features()}, name_, "x");
     expect(out, {x.dim(0), out_features()}, name_, "out");
     int64_t M = x.dim(0), N = out_features();
-    if (M == 1 && decode1_)
-      return tunedDecode1_ ? tunedDecode1_(*this, ctx, x, res, out) : decode1_(*this, ctx, x, res, out);
-    if (M > 1 && M <= kDecodeRows && decode8_)
-      return tunedDecode8_ ? tunedDecode8_(*this, ctx, x, res, out) : decode8_(*this, ctx, x, res, out);
+    if (decodes(M)) {
+      auto slot = std::size_t(detail::decodeSlot(M));
+      return tunedDecode_[slot] ? tunedDecode_[slot](*this, ctx, x, res, out) : decode_[slot](*this, ctx, x, res, out);
+    }
     if (few(M))
       return few_(*this, ctx, x, res, out);
     if (auto t = tuned_.find(rows_bucket(M)); t != tuned_.end())
@@ -759,10 +801,11 @@ private:
   std::optional<Handle<Small>> small_;
   std::optional<Handle<Cpu>> cpu_;
   std::optional<Handle<CpuFew>> cpuFew_;
-  Launch decode1_, decode8_, few_;
+  std::array<Launch, detail::kDecodeSlots> decode_; ///< by ladder slot; empty: none
+  Launch few_;
   detail::FewRowsPlan fewPlan_;
   using DecodeSite = Tunable<const Linear &, Context &, const Tensor<D> &, const Tensor<D> *, const Tensor<D> &>;
-  DecodeSite tunedDecode1_, tunedDecode8_;
+  std::array<DecodeSite, detail::kDecodeSlots> tunedDecode_;
   std::function<void(Linear &, Context &, const Tensor<D> &, const Tensor<D> &, bool)> decodeTuner_;
   using TunedLaunch = std::function<void(const CompiledKernel &, const Linear &, Context &,
                                          const Tensor<D> &, const Tensor<D> *, const Tensor<D> &)>;
@@ -815,7 +858,7 @@ private:
 
 /// `out = E(layernorm(x) @ weight)`. A prefill normalises into a scratch
 /// tensor (`normed`, [R, K]) and multiplies; a decode step of up to
-/// kDecodeRows rows runs one kernel that normalises each row as it streams
+/// `decode_rows` rows runs one kernel that normalises each row as it streams
 /// the weight, and so do products of 2 to `few_rows` rows
 /// (detail::FewRowsNorm, where LinearOptions::few_rows would run
 /// ops::FewRowsLinear).
@@ -839,42 +882,42 @@ public:
       }
     if (options.decode_rows > 0 && !weight_t.empty()) {
       weightT_ = std::move(weight_t);
-      decodeRows_ = options.decode_rows >= kDecodeRows ? kDecodeRows : 1;
+      decodeRows_ = detail::decodeRowsOf(options.decode_rows);
       bool built = detail::withWidth(linear_.in_features(), [&]<int K>() {
         constexpr auto DE = detail::decodeEpilogue(E);
-        auto one = ctx.kernel<ops::DecodeLinear<D, 1, 8, K, 256, true, DE>>(options.role + "_decode1");
-        std::optional<Handle<ops::DecodeLinear<D, kDecodeRows, 4, K, 256, true, DE>>> eight;
-        if (decodeRows_ == kDecodeRows)
-          eight = ctx.kernel<ops::DecodeLinear<D, kDecodeRows, 4, K, 256, true, DE>>(options.role + "_decode8");
-        decode_ = [one, eight](const NormLinear &self, Context &c, const Tensor<D> &x,
-                               const Tensor<D> &out) {
-          if (x.dim(0) == 1)
-            self.tuned1_ ? self.tuned1_(self, c, x, out) : self.launch(c, one, x, out);
-          else
-            self.tuned8_ ? self.tuned8_(self, c, x, out) : self.launch(c, *eight, x, out);
+        using Launch = std::function<void(const NormLinear &, Context &, const Tensor<D> &, const Tensor<D> &)>;
+        std::array<Launch, detail::kDecodeSlots> kernels;
+        detail::forDecodeLadder(decodeRows_, [&]<int R>() {
+          auto k = ctx.kernel<ops::DecodeLinear<D, R, detail::decodeColumnsFor<R>(8), K, 256, true, DE>>(
+              options.role + detail::decodeSuffix(R));
+          kernels[std::size_t(detail::decodeSlot(R))] = [k](const NormLinear &self, Context &c, const Tensor<D> &x,
+                                                            const Tensor<D> &out) { self.launch(c, k, x, out); };
+        });
+        decode_ = [kernels](const NormLinear &self, Context &c, const Tensor<D> &x, const Tensor<D> &out) {
+          auto slot = std::size_t(detail::decodeSlot(x.dim(0)));
+          self.tuned_[slot] ? self.tuned_[slot](self, c, x, out) : kernels[slot](self, c, x, out);
         };
         decodeTuner_ = [](NormLinear &self, Context &c, const Tensor<D> &x, const Tensor<D> &out,
                           bool cachedOnly) {
           auto site = []<class KK>(const Kernel<KK> &k, const NormLinear &s, Context &cc,
                                    const Tensor<D> &xx, const Tensor<D> &o) {
-            std::string role = s.role_ + (KK::BM == 1 ? "_decode1" : "_decode8");
-            cc.launch_as(role, [&] {
+            cc.launch_as(s.role_ + detail::decodeSuffix(KK::BM), [&] {
               s.withArgs<KK>(xx, o, [&](const Grid &g, const auto &...a) { k.launch(g, a...); });
             });
           };
-          auto tuneRows = [&]<int R>(Site &into, const char *suffix) {
+          if (x.dim(0) < 1 || x.dim(0) > self.decodeRows_)
+            return;
+          int slot = detail::decodeSlot(x.dim(0));
+          detail::atDecodeSlot(slot, [&]<int R>() {
+            Site &into = self.tuned_[std::size_t(slot)];
             if (into)
               return;
-            std::string role = self.role_ + suffix;
+            std::string role = self.role_ + detail::decodeSuffix(R);
             into.chained(detail::kDecodeChain)
                 .tune(c, detail::decodeSpace<detail::DecodeLinearOf<D, R, K, true, DE>>(), role,
                       detail::productKey(role, x.dim(0), K, self.linear_.out_features()), cachedOnly,
                       site, self, c, x, out);
-          };
-          if (x.dim(0) == 1)
-            tuneRows.template operator()<1>(self.tuned1_, "_decode1");
-          else if (x.dim(0) <= self.decodeRows_)
-            tuneRows.template operator()<kDecodeRows>(self.tuned8_, "_decode8");
+          });
         };
       }, typename Widths<W...>::sequence{});
       if (!built)
@@ -925,7 +968,7 @@ public:
   const Tuned *decode_tuned(int64_t rows) const {
     if (!decode_ || rows < 1 || rows > decodeRows_)
       return nullptr;
-    return rows == 1 ? tuned1_.tuned() : tuned8_.tuned();
+    return tuned_[std::size_t(detail::decodeSlot(rows))].tuned();
   }
 
   void operator()(Context &ctx, const Tensor<D> &x, const Tensor<D> &normed, const Tensor<D> &out) const
@@ -963,12 +1006,12 @@ private:
   Tensor<D> weightT_;
   detail::Prefetch<D> prefetch_;
   std::string role_;
-  int decodeRows_ = 0; ///< rows up to which decode_ runs (1 or kDecodeRows)
+  int decodeRows_ = 0; ///< rows up to which decode_ runs (a count of the ladder)
   std::function<void(const NormLinear &, Context &, const Tensor<D> &, const Tensor<D> &)> decode_;
   detail::FewRowsNorm<D, E> few_;
   int fewRows_ = 0; ///< rows up to which few_ runs
   using Site = Tunable<const NormLinear &, Context &, const Tensor<D> &, const Tensor<D> &>;
-  Site tuned1_, tuned8_;
+  std::array<Site, detail::kDecodeSlots> tuned_; ///< by ladder slot
   std::function<void(NormLinear &, Context &, const Tensor<D> &, const Tensor<D> &, bool)> decodeTuner_;
 };
 
@@ -1040,8 +1083,9 @@ public:
   /// The most programs per (sequence, head) a decode attention kernel uses.
   static constexpr int kMaxSplits = 32;
 
-  /// `decode_rows`: steps of up to this many sequences (1 or kDecodeRows)
-  /// run the fused decode QKV kernel; steps of more, up to `few_rows`
+  /// `decode_rows`: steps of up to this many sequences (rounded down to 1,
+  /// 2, 4 or kDecodeRows) run the fused decode QKV kernel of the smallest of
+  /// those row counts that holds them; steps of more, up to `few_rows`
   /// sequences (at most kFewRows; 16-bit types), ops::FewRowsQkv (the
   /// layernorm, the product on w_qkv_t and the cache write in one launch),
   /// or without `fuse_layernorm` the layernorm, then ops::FewRowsQkv
@@ -1085,40 +1129,47 @@ public:
       throw Error(name + ": head_dim " + std::to_string(head_dim()) + " (16, 32, 64 or 128)");
     }
     if (!qkvT_.empty()) {
-      decodeRows_ = decode_rows >= kDecodeRows ? kDecodeRows : decode_rows >= 1 ? 1 : 0;
+      decodeRows_ = detail::decodeRowsOf(decode_rows);
       bool built = detail::withWidth(C, [&]<int K>() {
-        auto one = ctx.kernel<ops::DecodeQkv<D, 1, 8, K, 256>>("decode_qkv1");
-        std::optional<Handle<ops::DecodeQkv<D, kDecodeRows, 4, K, 256>>> eight;
-        if (decodeRows_ == kDecodeRows)
-          eight = ctx.kernel<ops::DecodeQkv<D, kDecodeRows, 4, K, 256>>("decode_qkv8");
-        decodeQkv_ = [one, eight](const CausalSelfAttention &self, Context &c, const Tensor<D> &x,
-                                  const Tensor<i32> &pos, const Tensor<D> &qkv) {
-          if (x.dim(0) == 1)
-            self.qkv1_ ? self.qkv1_(self, c, x, pos, qkv) : self.launchDecodeQkv(c, one, x, pos, qkv);
-          else
-            self.qkv8_ ? self.qkv8_(self, c, x, pos, qkv) : self.launchDecodeQkv(c, *eight, x, pos, qkv);
+        using Launch = std::function<void(const CausalSelfAttention &, Context &, const Tensor<D> &,
+                                          const Tensor<i32> &, const Tensor<D> &)>;
+        std::array<Launch, detail::kDecodeSlots> kernels;
+        detail::forDecodeLadder(decodeRows_, [&]<int R>() {
+          auto k = ctx.kernel<ops::DecodeQkv<D, R, detail::decodeColumnsFor<R>(8), K, 256>>("decode_qkv" +
+                                                                                            std::to_string(R));
+          kernels[std::size_t(detail::decodeSlot(R))] = [k](const CausalSelfAttention &self, Context &c,
+                                                            const Tensor<D> &x, const Tensor<i32> &pos,
+                                                            const Tensor<D> &qkv) {
+            self.launchDecodeQkv(c, k, x, pos, qkv);
+          };
+        });
+        decodeQkv_ = [kernels](const CausalSelfAttention &self, Context &c, const Tensor<D> &x,
+                               const Tensor<i32> &pos, const Tensor<D> &qkv) {
+          auto slot = std::size_t(detail::decodeSlot(x.dim(0)));
+          self.qkvTuned_[slot] ? self.qkvTuned_[slot](self, c, x, pos, qkv) : kernels[slot](self, c, x, pos, qkv);
         };
         decodeQkvTuner_ = [](CausalSelfAttention &self, Context &c, const Tensor<D> &x,
                              const Tensor<i32> &pos, const Tensor<D> &qkv, bool cachedOnly) {
           auto site = []<class KK>(const Kernel<KK> &k, const CausalSelfAttention &a, Context &cc,
                                    const Tensor<D> &xx, const Tensor<i32> &p, const Tensor<D> &o) {
-            cc.launch_as(KK::BM == 1 ? "decode_qkv1" : "decode_qkv8", [&] {
+            cc.launch_as("decode_qkv" + std::to_string(KK::BM), [&] {
               a.withDecodeQkvArgs<KK>(xx, p, o, [&](const Grid &g, const auto &...args) { k.launch(g, args...); });
             });
           };
-          auto tuneRows = [&]<int R>(QkvSite &into, const char *role) {
-            int64_t rows = x.dim(0);
+          int64_t rows = x.dim(0);
+          if (rows < 1 || rows > self.decodeRows_)
+            return;
+          int slot = detail::decodeSlot(rows);
+          detail::atDecodeSlot(slot, [&]<int R>() {
+            QkvSite &into = self.qkvTuned_[std::size_t(slot)];
             if (into)
               return;
+            std::string role = "decode_qkv" + std::to_string(R);
             into.chained(detail::kDecodeChain)
                 .tune(c, detail::decodeSpace<detail::DecodeQkvOf<D, R, K>>(), role,
                       detail::productKey(role, rows, K, 3 * K), cachedOnly, site, self, c, x, pos,
                       qkv.rows(0, rows));
-          };
-          if (x.dim(0) == 1)
-            tuneRows.template operator()<1>(self.qkv1_, "decode_qkv1");
-          else if (x.dim(0) <= self.decodeRows_)
-            tuneRows.template operator()<kDecodeRows>(self.qkv8_, "decode_qkv8");
+          });
         };
       }, typename Widths<W...>::sequence{});
       if (!built)
@@ -1427,7 +1478,7 @@ private:
   int fewRows_ = 0; ///< steps of 2 to this many sequences (beyond decodeRows_) run fewQkv_
   using QkvSite = Tunable<const CausalSelfAttention &, Context &, const Tensor<D> &,
                           const Tensor<i32> &, const Tensor<D> &>;
-  QkvSite qkv1_, qkv8_;
+  std::array<QkvSite, detail::kDecodeSlots> qkvTuned_; ///< by ladder slot
   std::function<void(CausalSelfAttention &, Context &, const Tensor<D> &, const Tensor<i32> &,
                      const Tensor<D> &, bool)>
       decodeQkvTuner_;
