@@ -40,13 +40,14 @@ struct ModelOptions {
   bool cuda_graphs = true;
   Tuning tuning = Tuning::Cached;
   /// Decode steps of up to this many sequences run the decode-step kernels
-  /// (ops::DecodeLinear, ops::DecodeQkv): 1 (the default: batches of 2 or
-  /// more run the few-row kernels below), 2, 4 or 8 (kernels of 1, 2, 4 and
-  /// 8 rows up to that count, and no further than max_batch needs, a step
-  /// running the smallest that holds its sequences; the 8-row ones were
-  /// 1.5-6x slower than the few-row products on an H200) or 0 (every step
-  /// on the few-row or prefill products).
-  int decode_kernel_rows = 1;
+  /// (ops::DecodeLinear, ops::DecodeQkv): 0, 1, 2, 4 or 8, kernels of 1, 2,
+  /// 4 and 8 rows up to that count (and no further than max_batch needs), a
+  /// step running the smallest that holds its sequences; larger batches run
+  /// the few-row kernels below. The default, 2: on an H200 a batch-2 step of
+  /// 124M took 0.31 ms on the 2-row kernels against ~0.5 on the few-row
+  /// products; at batch 4 the 4-row kernels were no faster (0.48 ms) and
+  /// the 8-row ones 1.5-6x slower than the few-row products.
+  int decode_kernel_rows = 2;
   /// Decode steps of 2 to this many sequences (at most 16) that do not run
   /// the decode-step kernels run the few-row kernels (ops::FewRowsQkv,
   /// ops::FewRowsNormLinear, ops::FewRowsLinear: the [N, K] weight copies

@@ -1448,7 +1448,8 @@ private:
                       ops::AttentionDecode<D, 32, HD, 1>, ops::AttentionDecode<D, 64, HD, 1>,
                       ops::AttentionDecode<D, 32, HD, 2>, ops::AttentionDecode<D, 32, HD, 4>,
                       ops::AttentionDecode<D, 32, HD, 8>, ops::AttentionDecode<D, 32, HD, 16>,
-                      ops::AttentionDecode<D, 32, HD, kMaxSplits>>,
+                      ops::AttentionDecode<D, 32, HD, kMaxSplits>, ops::AttentionDecode<D, 64, HD, 4>,
+                      ops::AttentionDecode<D, 64, HD, 8>, ops::AttentionDecode<D, 64, HD, 16>>,
         tuning::kRowWarps, tuning::kNoStages, tuning::kPlainOnly);
   }
 
