@@ -34,6 +34,7 @@
 #include "mlir/IR/Matchers.h"
 #include "mlir/Transforms/DialectConversion.h"
 
+#include <functional>
 #include <optional>
 
 namespace kiln::gpu_lowering {
@@ -803,11 +804,28 @@ public:
 
   Value combine(kiln::ReduceKind kind, Value x, Value y) { return kiln::emitCombine(b, loc, kind, x, y); }
 
+  /// A reduction whose threads' partial results meet in shared memory, in
+  /// two phases around a barrier: `publish` combines this thread's elements
+  /// (in registers, then across lanes by shuffles) and stores its partial
+  /// results `bytes` bytes from a scratch offset; after the barrier,
+  /// `collect` reads and combines them into the reduction's elements.
+  /// Independent reductions in a row share one barrier for all their
+  /// publishes and one after all their collects (see emitReduce).
+  struct Exchange {
+    int64_t bytes = 0;
+    std::function<void(int64_t)> publish;
+    std::function<SmallVector<Value>(int64_t)> collect;
+  };
+  /// The exchange `red` lowers to (nullopt: it exchanges nothing, or not in
+  /// two phases). Creates no IR itself.
+  std::optional<Exchange> exchangeFor(kiln::ReduceOp red);
+
   LogicalResult emitReduce(kiln::ReduceOp red);
-  /// A reduction along the rows of an accumulator, into a row slice of its
-  /// layout: per thread, across the quad's lanes by shuffles, and across the
-  /// warps of a warp row through shared memory (nullopt: not an accumulator).
-  std::optional<SmallVector<Value>> reduceRows(kiln::ReduceOp red);
+  /// A reduction along the rows of an accumulator (f32, f16, bf16, i32), into
+  /// a row slice of its layout: per thread, then across the quad's lanes by
+  /// shuffles (the partials of the warp row's first warp column's thread).
+  bool reducesRows(kiln::ReduceOp red);
+  SmallVector<Value> rowPartials(kiln::ReduceOp red);
   /// kiln.atomic_add: fence, barrier, one acquire-release atomic by thread 0,
   /// its result broadcast through shared memory, fence.
   LogicalResult emitAtomicAdd(kiln::AtomicAddOp op);
@@ -821,7 +839,7 @@ public:
   /// Reductions along the last axis, or axis 0 of a matrix, with
   /// per-thread combining, warp shuffles and one round through shared memory
   /// (nullopt: the layout does not allow it; foldAlong is used).
-  std::optional<SmallVector<Value>> reduceAxisInParallel(kiln::ReduceOp red);
+  std::optional<Exchange> reduceAxisInParallel(kiln::ReduceOp red);
 
   LogicalResult emitArgMax(kiln::ArgMaxOp am);
   /// Folds `src` along `axis` through shared memory: thread t folds the rows

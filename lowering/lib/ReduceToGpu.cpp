@@ -3,17 +3,18 @@
 
 namespace kiln::gpu_lowering {
 
-std::optional<SmallVector<Value>> Emitter::reduceRows(kiln::ReduceOp red) {
+bool Emitter::reducesRows(kiln::ReduceOp red) {
   auto src = red.getSrc().getType();
   Type elemType = src.getElementType();
-  std::optional<Mma> layout = mmaOf(red.getSrc());
-  if (!layout || src.getRank() != 2 || red.getAxis() != 1 || isUniform(red.getSrc()) ||
-      !(elemType.isF32() || elemType.isF16() || elemType.isBF16() || elemType.isInteger(32)))
-    return std::nullopt;
-  const Mma m = *layout;
+  return mmaOf(red.getSrc()) && src.getRank() == 2 && red.getAxis() == 1 && !isUniform(red.getSrc()) &&
+         (elemType.isF32() || elemType.isF16() || elemType.isBF16() || elemType.isInteger(32));
+}
+
+SmallVector<Value> Emitter::rowPartials(kiln::ReduceOp red) {
+  const Mma m = *mmaOf(red.getSrc());
+  Type elemType = red.getSrc().getType().getElementType();
   bool narrowFloat = elemType.isF16() || elemType.isBF16();
-  Type acc = narrowFloat ? b.getF32Type() : elemType;
-  auto widen = [&](Value v) { return narrowFloat ? Value(arith::ExtFOp::create(b, loc, acc, v)) : v; };
+  auto widen = [&](Value v) { return narrowFloat ? Value(arith::ExtFOp::create(b, loc, b.getF32Type(), v)) : v; };
   SmallVector<Value> in = raw(red.getSrc()), out;
   // A thread's two columns of each 8-column tile of its row, then the four
   // lanes of the quad that share the row.
@@ -30,52 +31,141 @@ std::optional<SmallVector<Value>> Emitter::reduceRows(kiln::ReduceOp red) {
                   gpu::ShuffleOp::create(b, loc, x, i32(off), i32(32), gpu::ShuffleMode::XOR).getShuffleResult());
     out.push_back(x);
   }
-  if (m.wn > 1) {
-    // The warps of a warp row cover different columns: their partial
-    // results meet in shared memory, [wn][M].
-    reserveSmem(m.wn * m.M * byteSize(acc));
-    Value wc = arith::RemUIOp::create(b, loc, warp, i32(m.wn));
-    Value mine = arith::MulIOp::create(b, loc, wc, i32(m.M));
-    onlyIf(isZero(arith::RemUIOp::create(b, loc, lane, i32(4))), [&] {
-      for (int64_t i = 0; i < rowsPerThread(m); ++i)
-        storeSmem(0, arith::AddIOp::create(b, loc, mine, rowOf(m, i)), out[i]);
-    });
-    barrier();
-    for (int64_t i = 0; i < rowsPerThread(m); ++i) {
-      Value row = rowOf(m, i);
-      Value x = loadSmem(0, row, acc);
-      for (int64_t w = 1; w < m.wn; ++w)
-        x = combine(red.getKind(), x, loadSmem(0, arith::AddIOp::create(b, loc, row, i32(w * m.M)), acc));
-      out[i] = x;
-    }
-    barrier();
-  }
-  if (narrowFloat)
-    for (Value &x : out)
-      x = arith::TruncFOp::create(b, loc, elemType, x);
   return out;
 }
 
+std::optional<Emitter::Exchange> Emitter::exchangeFor(kiln::ReduceOp red) {
+  auto src = red.getSrc().getType();
+  Type elemType = src.getElementType();
+  bool narrowFloat = elemType.isF16() || elemType.isBF16();
+  Type acc = narrowFloat ? b.getF32Type() : elemType;
+  auto finish = [this, narrowFloat, elemType](Value v) {
+    return narrowFloat ? Value(arith::TruncFOp::create(b, loc, elemType, v)) : v;
+  };
+  auto kind = red.getKind();
+  if (reducesRows(red)) {
+    const Mma m = *mmaOf(red.getSrc());
+    if (m.wn == 1)
+      return std::nullopt; // the quad's shuffles are the whole reduction
+    // The warps of a warp row cover different columns: their partial
+    // results meet in shared memory, [wn][M].
+    Exchange ex;
+    ex.bytes = m.wn * m.M * byteSize(acc);
+    ex.publish = [this, red, m](int64_t base) {
+      SmallVector<Value> partial = rowPartials(red);
+      Value wc = arith::RemUIOp::create(b, loc, warp, i32(m.wn));
+      Value mine = arith::MulIOp::create(b, loc, wc, i32(m.M));
+      onlyIf(isZero(arith::RemUIOp::create(b, loc, lane, i32(4))), [&] {
+        for (int64_t i = 0; i < rowsPerThread(m); ++i)
+          storeSmem(base, arith::AddIOp::create(b, loc, mine, rowOf(m, i)), partial[i]);
+      });
+    };
+    ex.collect = [this, m, acc, kind, finish](int64_t base) {
+      SmallVector<Value> out;
+      for (int64_t i = 0; i < rowsPerThread(m); ++i) {
+        Value row = rowOf(m, i);
+        Value x = loadSmem(base, row, acc);
+        for (int64_t w = 1; w < m.wn; ++w)
+          x = combine(kind, x, loadSmem(base, arith::AddIOp::create(b, loc, row, i32(w * m.M)), acc));
+        out.push_back(finish(x));
+      }
+      return out;
+    };
+    return ex;
+  }
+  if (mmaOf(red.getSrc()) || rowsOf(red.getResult()) || colsOf(red.getResult()) || colsOf(red.getSrc()))
+    return std::nullopt;
+  Layout ls = layoutOf(src);
+  bool shuffleable = elemType.isF32() || elemType.isInteger(32) || narrowFloat;
+  if (src.getRank() == 1 && ls.distributed && !isUniform(red.getSrc()) && shuffleable) {
+    int warps = threads / 32;
+    if (warps == 1)
+      return std::nullopt; // the warp's shuffles are the whole reduction
+    // Per thread, then butterfly shuffles within the warp, then across warps
+    // (16-bit floats are combined in f32).
+    Exchange ex;
+    ex.bytes = warps * byteSize(acc);
+    ex.publish = [this, source = red.getSrc(), kind, acc](int64_t base) {
+      SmallVector<Value> in = raw(source);
+      auto widen = [&](Value v) { return v.getType() != acc ? Value(arith::ExtFOp::create(b, loc, acc, v)) : v; };
+      Value x = widen(in[0]);
+      for (size_t j = 1; j < in.size(); ++j)
+        x = combine(kind, x, widen(in[j]));
+      for (int off = 16; off >= 1; off /= 2)
+        x = combine(kind, x,
+                    gpu::ShuffleOp::create(b, loc, x, i32(off), i32(32), gpu::ShuffleMode::XOR).getShuffleResult());
+      onlyIf(isZero(lane), [&] { storeSmem(base, warp, x); });
+    };
+    ex.collect = [this, warps, kind, acc, finish](int64_t base) {
+      Value x = loadSmem(base, i32(0), acc);
+      for (int w = 1; w < warps; ++w)
+        x = combine(kind, x, loadSmem(base, i32(w), acc));
+      return SmallVector<Value>{finish(x)};
+    };
+    return ex;
+  }
+  Layout ld = layoutOf(red.getType());
+  if (!ls.distributed && !ld.distributed)
+    return std::nullopt;
+  return reduceAxisInParallel(red);
+}
+
 LogicalResult Emitter::emitReduce(kiln::ReduceOp red) {
-  if (auto rows = reduceRows(red)) {
-    values[red] = std::move(*rows);
+  if (values.contains(red.getResult()))
+    return success(); // lowered with the reduction before it, in one exchange
+  if (auto first = exchangeFor(red)) {
+    // The reductions right after this one whose sources are already lowered
+    // (none reads another's result) exchange with it: every publish, one
+    // barrier, every collect, one barrier, instead of two barriers each.
+    // The layernorm statistics of a few rows, or the rows of a decode
+    // product, are such runs.
+    SmallVector<std::pair<kiln::ReduceOp, Exchange>> group;
+    group.emplace_back(red, std::move(*first));
+    for (Operation *next = red->getNextNode(); next; next = next->getNextNode()) {
+      auto r = dyn_cast<kiln::ReduceOp>(next);
+      if (!r || !values.contains(r.getSrc()) || state.scratchBaseFor(r) != scratchBase)
+        break;
+      auto ex = exchangeFor(r);
+      if (!ex)
+        break;
+      group.emplace_back(r, std::move(*ex));
+    }
+    SmallVector<int64_t> offsets;
+    int64_t bytes = 0;
+    for (auto &member : group) {
+      offsets.push_back(bytes);
+      bytes += (member.second.bytes + 15) / 16 * 16;
+    }
+    reserveSmem(bytes);
+    for (auto [member, offset] : llvm::zip(group, offsets))
+      member.second.publish(offset);
+    barrier();
+    for (auto [member, offset] : llvm::zip(group, offsets))
+      values[member.first.getResult()] = member.second.collect(offset);
+    barrier();
+    return success();
+  }
+  auto src = red.getSrc().getType();
+  Type elemType = src.getElementType();
+  bool narrowFloat = elemType.isF16() || elemType.isBF16();
+  auto finish = [&](Value v) { return narrowFloat ? Value(arith::TruncFOp::create(b, loc, elemType, v)) : v; };
+  if (reducesRows(red)) { // one warp column: no exchange
+    SmallVector<Value> out;
+    for (Value x : rowPartials(red))
+      out.push_back(finish(x));
+    values[red] = std::move(out);
     return success();
   }
   if (mmaOf(red.getSrc()) || rowsOf(red.getResult()) || colsOf(red.getResult()) || colsOf(red.getSrc()))
     return red.emitError("convert-kiln-to-gpu: only reductions along the rows of an accumulator "
                          "(f32, f16, bf16, i32) leave a row slice of it");
-  auto src = red.getSrc().getType();
-  Type elemType = src.getElementType();
   Layout ls = layoutOf(src);
-  bool narrowFloat = elemType.isF16() || elemType.isBF16();
   bool shuffleable = elemType.isF32() || elemType.isInteger(32) || narrowFloat;
   if (src.getRank() == 1 && ls.distributed && !isUniform(red.getSrc()) && shuffleable) {
-    // Per thread, then butterfly shuffles within the warp, then across warps
-    // (16-bit floats are combined in f32).
+    // One warp: butterfly shuffles are the whole reduction.
     SmallVector<Value> in = raw(red.getSrc());
     Type f32 = b.getF32Type();
     auto widen = [&](Value v) { return narrowFloat ? Value(arith::ExtFOp::create(b, loc, f32, v)) : v; };
-    Type accType = narrowFloat ? f32 : elemType;
     Value acc = widen(in[0]);
     for (size_t j = 1; j < in.size(); ++j)
       acc = combine(red.getKind(), acc, widen(in[j]));
@@ -83,17 +173,7 @@ LogicalResult Emitter::emitReduce(kiln::ReduceOp red) {
       auto shfl = gpu::ShuffleOp::create(b, loc, acc, i32(off), i32(32), gpu::ShuffleMode::XOR);
       acc = combine(red.getKind(), acc, shfl.getShuffleResult());
     }
-    int warps = threads / 32;
-    if (warps > 1) {
-      reserveSmem(warps * byteSize(accType));
-      onlyIf(isZero(lane), [&] { storeSmem(0, warp, acc); });
-      barrier();
-      acc = loadSmem(0, i32(0), accType);
-      for (int w = 1; w < warps; ++w)
-        acc = combine(red.getKind(), acc, loadSmem(0, i32(w), accType));
-      barrier();
-    }
-    values[red] = {narrowFloat ? Value(arith::TruncFOp::create(b, loc, elemType, acc)) : acc};
+    values[red] = {finish(acc)};
     return success();
   }
   Layout ld = layoutOf(red.getType());
@@ -120,13 +200,9 @@ LogicalResult Emitter::emitReduce(kiln::ReduceOp red) {
           next.push_back(level.back());
         level = next;
       }
-      out.push_back(narrowFloat ? Value(arith::TruncFOp::create(b, loc, elemType, level[0])) : level[0]);
+      out.push_back(finish(level[0]));
     }
     values[red] = out;
-    return success();
-  }
-  if (auto fast = reduceAxisInParallel(red)) {
-    values[red] = std::move(*fast);
     return success();
   }
   // General path: each result element folds its row in a loop.
@@ -137,7 +213,7 @@ LogicalResult Emitter::emitReduce(kiln::ReduceOp red) {
   return success();
 }
 
-std::optional<SmallVector<Value>> Emitter::reduceAxisInParallel(kiln::ReduceOp red) {
+std::optional<Emitter::Exchange> Emitter::reduceAxisInParallel(kiln::ReduceOp red) {
   auto src = red.getSrc().getType();
   Type elemType = src.getElementType();
   int64_t rank = src.getRank(), axis = red.getAxis();
@@ -151,18 +227,21 @@ std::optional<SmallVector<Value>> Emitter::reduceAxisInParallel(kiln::ReduceOp r
   // `vec` consecutive elements of one row; a row is G = L / vec groups.
   int64_t L = src.getShape().back(), vec = ls.vec, G = L / vec, T = threads;
   int64_t groups = ls.perThread / vec, warps = T / 32;
-  Type f32 = b.getF32Type();
-  Type acc = narrowFloat ? f32 : elemType;
-  auto widen = [&](Value v) { return narrowFloat ? Value(arith::ExtFOp::create(b, loc, f32, v)) : v; };
-  auto shuffleDown = [&](Value x, int64_t from, int64_t to) { // xor offsets from, from/2, .., to
+  Type acc = narrowFloat ? b.getF32Type() : elemType;
+  auto kind = red.getKind();
+  auto widen = [this, acc](Value v) { return v.getType() != acc ? Value(arith::ExtFOp::create(b, loc, acc, v)) : v; };
+  auto shuffleDown = [this, kind](Value x, int64_t from, int64_t to) { // xor offsets from, from/2, .., to
     for (int64_t off = from; off >= to; off /= 2)
-      x = combine(red.getKind(), x,
+      x = combine(kind, x,
                   gpu::ShuffleOp::create(b, loc, x, i32(off), i32(32), gpu::ShuffleMode::XOR).getShuffleResult());
     return x;
   };
   Layout ld = layoutOf(red.getType());
-  SmallVector<Value> in = raw(red.getSrc()), out;
-  auto finish = [&](Value v) { return narrowFloat ? Value(arith::TruncFOp::create(b, loc, elemType, v)) : v; };
+  auto finish = [this, narrowFloat, elemType](Value v) {
+    return narrowFloat ? Value(arith::TruncFOp::create(b, loc, elemType, v)) : v;
+  };
+  Exchange ex;
+  Value source = red.getSrc();
   if (axis == rank - 1) {
     // Segments of S consecutive groups lie in one row and one warp: combine
     // within a thread, then across the segment's lanes, then the row's
@@ -171,26 +250,31 @@ std::optional<SmallVector<Value>> Emitter::reduceAxisInParallel(kiln::ReduceOp r
     int64_t perRow = G / S;
     if (perRow > 32)
       return std::nullopt;
-    reserveSmem(ls.numel / vec / S * byteSize(acc));
-    Value laneInSeg = S == 1 ? Value() : arith::RemUIOp::create(b, loc, lane, i32(S));
-    for (int64_t g = 0; g < groups; ++g) {
-      Value x = widen(in[g * vec]);
-      for (int64_t v = 1; v < vec; ++v)
-        x = combine(red.getKind(), x, widen(in[g * vec + v]));
-      x = shuffleDown(x, S / 2, 1);
-      Value seg = arith::DivUIOp::create(b, loc, arith::AddIOp::create(b, loc, tid, i32(g * T)), i32(S));
-      onlyIf(S == 1 ? Value() : isZero(laneInSeg), [&] { storeSmem(0, seg, x); });
-    }
-    barrier();
-    for (int64_t j = 0; j < ld.perThread; ++j) {
-      Value first = arith::MulIOp::create(b, loc, flatIndex(ld, j), i32(perRow));
-      Value r = loadSmem(0, first, acc);
-      for (int64_t i = 1; i < perRow; ++i)
-        r = combine(red.getKind(), r, loadSmem(0, arith::AddIOp::create(b, loc, first, i32(i)), acc));
-      out.push_back(finish(r));
-    }
-    barrier();
-    return out;
+    ex.bytes = ls.numel / vec / S * byteSize(acc);
+    ex.publish = [=, this](int64_t base) {
+      SmallVector<Value> in = raw(source);
+      Value laneInSeg = S == 1 ? Value() : arith::RemUIOp::create(b, loc, lane, i32(S));
+      for (int64_t g = 0; g < groups; ++g) {
+        Value x = widen(in[g * vec]);
+        for (int64_t v = 1; v < vec; ++v)
+          x = combine(kind, x, widen(in[g * vec + v]));
+        x = shuffleDown(x, S / 2, 1);
+        Value seg = arith::DivUIOp::create(b, loc, arith::AddIOp::create(b, loc, tid, i32(g * T)), i32(S));
+        onlyIf(S == 1 ? Value() : isZero(laneInSeg), [&] { storeSmem(base, seg, x); });
+      }
+    };
+    ex.collect = [=, this](int64_t base) {
+      SmallVector<Value> out;
+      for (int64_t j = 0; j < ld.perThread; ++j) {
+        Value first = arith::MulIOp::create(b, loc, flatIndex(ld, j), i32(perRow));
+        Value r = loadSmem(base, first, acc);
+        for (int64_t i = 1; i < perRow; ++i)
+          r = combine(kind, r, loadSmem(base, arith::AddIOp::create(b, loc, first, i32(i)), acc));
+        out.push_back(finish(r));
+      }
+      return out;
+    };
+    return ex;
   }
   // Axis 0 of (R, L): when G divides T every group of thread t covers the
   // same columns ((t % G) * vec ..), so a thread combines its groups, lanes
@@ -201,33 +285,38 @@ std::optional<SmallVector<Value>> Emitter::reduceAxisInParallel(kiln::ReduceOp r
   int64_t parts = G < 32 ? warps : T / G;
   if (parts > 32)
     return std::nullopt;
-  reserveSmem(parts * L * byteSize(acc));
-  Value colBlock = arith::RemUIOp::create(b, loc, tid, i32(G));
-  Value part = G < 32 ? warp : Value(arith::DivUIOp::create(b, loc, tid, i32(G)));
-  Value base = arith::AddIOp::create(b, loc, arith::MulIOp::create(b, loc, part, i32(L)),
+  ex.bytes = parts * L * byteSize(acc);
+  ex.publish = [=, this](int64_t base) {
+    SmallVector<Value> in = raw(source);
+    Value colBlock = arith::RemUIOp::create(b, loc, tid, i32(G));
+    Value part = G < 32 ? warp : Value(arith::DivUIOp::create(b, loc, tid, i32(G)));
+    Value at = arith::AddIOp::create(b, loc, arith::MulIOp::create(b, loc, part, i32(L)),
                                      arith::MulIOp::create(b, loc, colBlock, i32(vec)));
-  SmallVector<Value> partial;
-  for (int64_t v = 0; v < vec; ++v) {
-    Value x = widen(in[v]);
-    for (int64_t g = 1; g < groups; ++g)
-      x = combine(red.getKind(), x, widen(in[g * vec + v]));
-    partial.push_back(G < 32 ? shuffleDown(x, 16, G) : x);
-  }
-  Value writer = G < 32 ? Value(arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, lane, i32(G))) : Value();
-  onlyIf(writer, [&] {
-    for (int64_t v = 0; v < vec; ++v)
-      storeSmem(0, arith::AddIOp::create(b, loc, base, i32(v)), partial[v]);
-  });
-  barrier();
-  for (int64_t j = 0; j < ld.perThread; ++j) {
-    Value c = flatIndex(ld, j);
-    Value r = loadSmem(0, c, acc);
-    for (int64_t p = 1; p < parts; ++p)
-      r = combine(red.getKind(), r, loadSmem(0, arith::AddIOp::create(b, loc, c, i32(p * L)), acc));
-    out.push_back(finish(r));
-  }
-  barrier();
-  return out;
+    SmallVector<Value> partial;
+    for (int64_t v = 0; v < vec; ++v) {
+      Value x = widen(in[v]);
+      for (int64_t g = 1; g < groups; ++g)
+        x = combine(kind, x, widen(in[g * vec + v]));
+      partial.push_back(G < 32 ? shuffleDown(x, 16, G) : x);
+    }
+    Value writer = G < 32 ? Value(arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, lane, i32(G))) : Value();
+    onlyIf(writer, [&] {
+      for (int64_t v = 0; v < vec; ++v)
+        storeSmem(base, arith::AddIOp::create(b, loc, at, i32(v)), partial[v]);
+    });
+  };
+  ex.collect = [=, this](int64_t base) {
+    SmallVector<Value> out;
+    for (int64_t j = 0; j < ld.perThread; ++j) {
+      Value c = flatIndex(ld, j);
+      Value r = loadSmem(base, c, acc);
+      for (int64_t p = 1; p < parts; ++p)
+        r = combine(kind, r, loadSmem(base, arith::AddIOp::create(b, loc, c, i32(p * L)), acc));
+      out.push_back(finish(r));
+    }
+    return out;
+  };
+  return ex;
 }
 
 SmallVector<Value> Emitter::foldAlong(Value src, Type resultType, int64_t axis, Type resultElem,

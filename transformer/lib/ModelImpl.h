@@ -119,7 +119,7 @@ template <class D> struct ModelImpl final : Model::Impl {
     int64_t C = cfg.n_embd;
     // The decode-step kernels' ladder up to decode_kernel_rows rows, and
     // no further than the count that covers max_batch sequences.
-    int rows = std::min(opts.decode_kernel_rows, nn::detail::decodeRowsOf(2 * B - 1));
+    int rows = std::min(opts.decode_kernel_rows, nn::detail::decodeRowsHolding(B));
     int few = opts.few_row_products;
     auto decodeCopy = [&](std::size_t i, nn::Shape s) { return CW ? upload(p.at(i), s) : Tensor<D>{}; };
     nn::LayerNorm<D> ln1(ctx, upload(p[0], {C}), upload(p[1], {C}));
@@ -146,7 +146,7 @@ template <class D> struct ModelImpl final : Model::Impl {
   ModelImpl(const Weights &w, const Target &t, Precision p, ModelOptions o)
       : Impl(w.config, t, p, o), ctx(t) {
     cfg.validate();
-    if (o.decode_kernel_rows < 0 || o.decode_kernel_rows != nn::detail::decodeRowsOf(o.decode_kernel_rows))
+    if (o.decode_kernel_rows != nn::detail::decodeRowsOf(o.decode_kernel_rows))
       throw Error("gpt2: decode_kernel_rows must be 0, 1, 2, 4 or 8 (got " + std::to_string(o.decode_kernel_rows) +
                   ")");
     if (o.few_row_products < 0 || o.few_row_products > nn::kFewRows)

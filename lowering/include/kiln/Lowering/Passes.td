@@ -447,7 +447,10 @@ def ConvertKilnToGpu : Pass<"convert-kiln-to-gpu", "mlir::ModuleOp"> {
     reductions fold each result's row in a loop. A reduction or argmax of a
     distributed 1-D tile to a scalar combines per thread, then across the
     warp with butterfly shuffles, then across warps through shared memory.
-    Argmax along an axis and `kiln.dot` go through shared memory.
+    Consecutive reductions that do not read each other's results share that
+    exchange: each stores its partials in its own scratch slot, one barrier,
+    each reads its partials back, one barrier (two barriers for the run,
+    not two each). Argmax along an axis and `kiln.dot` go through shared memory.
     `kiln.atomic_add` is one `atom` by thread 0 between GPU-scope
     acquire-release fences and barriers, its result shared through shared
     memory. `kiln.dot` with a `#kiln.mma` result runs on tensor cores: its

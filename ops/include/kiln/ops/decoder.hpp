@@ -324,11 +324,16 @@ Tile<f32, BN, BR> few_rows_product(Ptr<T> x, Ptr<T> lnw, Ptr<T> lnb, Ptr<T> wt, 
         auto kk = expand_dims<0>(k0 + q * KC + ck);
         vs.push_back(cast<f32>(load(x + xr * K + kk, live & (kk < K), 0)));
       }
-      for (auto &v : vs) {
-        s1 = s1 + sum<1>(v);
-        s2 = s2 + sum<1>(v * v);
+      // The chunks summed elementwise first: two reductions a step, one
+      // after the other (they share one exchange between warps).
+      auto a = vs[0], sq = vs[0] * vs[0];
+      for (std::size_t q = 1; q < vs.size(); ++q) {
+        a = a + vs[q];
+        sq = sq + vs[q] * vs[q];
       }
-      return Sums{s1, s2};
+      auto r1 = sum<1>(a);
+      auto r2 = sum<1>(sq);
+      return Sums{s1 + r1, s2 + r2};
     });
     auto m = total / nf;
     mean = expand_dims<1>(m);

@@ -112,12 +112,15 @@ std::vector<Tile<f32, BN>> decode_rows(Ptr<T> x, Ptr<T> lnw, Ptr<T> lnb, Ptr<T> 
       for (int m = 0; m < BM; ++m)
         as.push_back(activation(m, c));
   // Layernorm statistics in one pass: the sums of d = x - x[0] and of d^2,
-  // two reductions that do not wait on each other (the mean, then the
-  // variance about it, would be two in a row on the step's critical path).
-  // Shifting by the row's first element keeps E[d^2] - E[d]^2 from
-  // cancelling where the mean is far from zero.
+  // reductions that do not wait on each other (the mean, then the variance
+  // about it, would be two in a row on the step's critical path). Shifting
+  // by the row's first element keeps E[d^2] - E[d]^2 from cancelling where
+  // the mean is far from zero. All rows' sums are taken one after the
+  // other, so that they share one exchange between the program's warps.
   std::vector<F32> mean, rstd;
   if constexpr (LN) {
+    std::vector<F32> shifts;
+    std::vector<Tile<f32, KC>> parts; // s, q of row 0, then of row 1, ...
     for (int m = 0; m < BM; ++m) {
       auto shift = cast<f32>(load(x + minimum(I32(m), M - 1) * K));
       auto s = zeros<f32, KC>(), q = zeros<f32, KC>();
@@ -128,8 +131,16 @@ std::vector<Tile<f32, BN>> decode_rows(Ptr<T> x, Ptr<T> lnw, Ptr<T> lnb, Ptr<T> 
         s = s + d;
         q = q + d * d;
       }
-      auto ds = sum(s) / float(K), dq = sum(q) / float(K);
-      mean.push_back(shift + ds);
+      shifts.push_back(shift);
+      parts.push_back(s);
+      parts.push_back(q);
+    }
+    std::vector<F32> sums;
+    for (auto &p : parts)
+      sums.push_back(sum(p));
+    for (int m = 0; m < BM; ++m) {
+      auto ds = sums[std::size_t(2 * m)] / float(K), dq = sums[std::size_t(2 * m + 1)] / float(K);
+      mean.push_back(shifts[std::size_t(m)] + ds);
       rstd.push_back(rsqrt(maximum(dq - ds * ds, 0.0f) + eps));
     }
   }

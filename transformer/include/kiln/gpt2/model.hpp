@@ -43,11 +43,11 @@ struct ModelOptions {
   /// (ops::DecodeLinear, ops::DecodeQkv): 0, 1, 2, 4 or 8, kernels of 1, 2,
   /// 4 and 8 rows up to that count (and no further than max_batch needs), a
   /// step running the smallest that holds its sequences; larger batches run
-  /// the few-row kernels below. The default, 2: on an H200 a batch-2 step of
-  /// 124M took 0.31 ms on the 2-row kernels against ~0.5 on the few-row
-  /// products; at batch 4 the 4-row kernels were no faster (0.48 ms) and
-  /// the 8-row ones 1.5-6x slower than the few-row products.
-  int decode_kernel_rows = 2;
+  /// the few-row kernels below. The default, 4: on an H100 a 124M step of
+  /// 2 sequences took 0.31 ms on the 2-row kernels and one of 4 0.44 ms on
+  /// the 4-row ones, against 0.51 on the few-row products; at 8 sequences
+  /// the 8-row kernels took 0.88 ms against the few-row products' 0.50.
+  int decode_kernel_rows = 4;
   /// Decode steps of 2 to this many sequences (at most 16) that do not run
   /// the decode-step kernels run the few-row kernels (ops::FewRowsQkv,
   /// ops::FewRowsNormLinear, ops::FewRowsLinear: the [N, K] weight copies

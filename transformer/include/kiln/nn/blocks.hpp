@@ -149,6 +149,11 @@ constexpr int decodeSlot(int64_t rows) { return rows <= 1 ? 0 : rows <= 2 ? 1 : 
 constexpr int decodeRowsOf(int64_t rows) {
   return rows >= 8 ? 8 : rows >= 4 ? 4 : rows >= 2 ? 2 : rows >= 1 ? 1 : 0;
 }
+/// The smallest count of the ladder that holds `rows` sequences (the
+/// largest, kDecodeRows, past it).
+constexpr int decodeRowsHolding(int64_t rows) { return 1 << decodeSlot(rows); }
+static_assert(decodeRowsHolding(1) == 1 && decodeRowsHolding(3) == 4 && decodeRowsHolding(5) == 8 &&
+              decodeRowsHolding(16) == 8);
 /// Calls f.template operator()<R>() for each count R of the ladder up to
 /// `rows` (a count of the ladder).
 template <class F> void forDecodeLadder(int rows, F &&f) {
