@@ -156,11 +156,8 @@ template <class T, int BN_, int D_, int SPLITS> struct AttentionDecode {
             auto m_new = maximum(m, max(sc));
             auto p = where(rn < hi, exp(sc - m_new), 0.0f);
             auto alpha = exp(m - m_new);
-            // The two sums one after the other: they share one exchange.
-            auto pv = cast<f32>(vt) * expand_dims<1>(p);
-            auto ps = sum(p);
-            auto o = sum<0>(pv);
-            return std::tuple{m_new, l * alpha + ps, acc * alpha + o, kn, vn};
+            return std::tuple{m_new, l * alpha + sum(p), acc * alpha + sum<0>(cast<f32>(vt) * expand_dims<1>(p)),
+                              kn, vn};
           });
       (void)kl;
       (void)vl;
@@ -185,11 +182,7 @@ template <class T, int BN_, int D_, int SPLITS> struct AttentionDecode {
                 load(parts + expand_dims<1>(rs) * (D + 2) + expand_dims<0>(rd), expand_dims<1>(in), 0.0f);
             auto top = max(ms);
             auto w = where(in, exp(ms - top), 0.0f); // (SPLITS)
-            auto weighted = accs * expand_dims<1>(w);
-            auto wl = w * ls;
-            auto num = sum<0>(weighted);
-            auto den = sum(wl);
-            auto o = num / den;
+            auto o = sum<0>(accs * expand_dims<1>(w)) / sum(w * ls);
             store(out + b * C + h * D + rd, cast<T>(o));
             store(counter + b * H + h, I32(0));
           });
