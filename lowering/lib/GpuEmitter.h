@@ -825,6 +825,12 @@ public:
   /// a row slice of its layout: per thread, then across the quad's lanes by
   /// shuffles (the partials of the warp row's first warp column's thread).
   bool reducesRows(kiln::ReduceOp red);
+  /// This warp's combination of the elements its threads hold of the 1-D
+  /// tile `source`, in `acc` (16-bit floats widened): per thread, then
+  /// butterfly shuffles, so every lane holds it.
+  Value warpTotal(Value source, kiln::ReduceKind kind, Type acc);
+  /// `v` (combined in f32) back to 16-bit `elemType`; as it is otherwise.
+  Value narrowTo(Type elemType, Value v);
   SmallVector<Value> rowPartials(kiln::ReduceOp red);
   /// kiln.atomic_add: fence, barrier, one acquire-release atomic by thread 0,
   /// its result broadcast through shared memory, fence.

@@ -3,6 +3,21 @@
 
 namespace kiln::gpu_lowering {
 
+Value Emitter::warpTotal(Value source, kiln::ReduceKind kind, Type acc) {
+  SmallVector<Value> in = raw(source);
+  auto widen = [&](Value v) { return v.getType() != acc ? Value(arith::ExtFOp::create(b, loc, acc, v)) : v; };
+  Value x = widen(in[0]);
+  for (size_t j = 1; j < in.size(); ++j)
+    x = combine(kind, x, widen(in[j]));
+  for (int off = 16; off >= 1; off /= 2)
+    x = combine(kind, x, gpu::ShuffleOp::create(b, loc, x, i32(off), i32(32), gpu::ShuffleMode::XOR).getShuffleResult());
+  return x;
+}
+
+Value Emitter::narrowTo(Type elemType, Value v) {
+  return elemType.isF16() || elemType.isBF16() ? Value(arith::TruncFOp::create(b, loc, elemType, v)) : v;
+}
+
 bool Emitter::reducesRows(kiln::ReduceOp red) {
   auto src = red.getSrc().getType();
   Type elemType = src.getElementType();
@@ -39,9 +54,7 @@ std::optional<Emitter::Exchange> Emitter::exchangeFor(kiln::ReduceOp red) {
   Type elemType = src.getElementType();
   bool narrowFloat = elemType.isF16() || elemType.isBF16();
   Type acc = narrowFloat ? b.getF32Type() : elemType;
-  auto finish = [this, narrowFloat, elemType](Value v) {
-    return narrowFloat ? Value(arith::TruncFOp::create(b, loc, elemType, v)) : v;
-  };
+  auto finish = [this, elemType](Value v) { return narrowTo(elemType, v); };
   auto kind = red.getKind();
   if (reducesRows(red)) {
     const Mma m = *mmaOf(red.getSrc());
@@ -86,14 +99,7 @@ std::optional<Emitter::Exchange> Emitter::exchangeFor(kiln::ReduceOp red) {
     Exchange ex;
     ex.bytes = warps * byteSize(acc);
     ex.publish = [this, source = red.getSrc(), kind, acc](int64_t base) {
-      SmallVector<Value> in = raw(source);
-      auto widen = [&](Value v) { return v.getType() != acc ? Value(arith::ExtFOp::create(b, loc, acc, v)) : v; };
-      Value x = widen(in[0]);
-      for (size_t j = 1; j < in.size(); ++j)
-        x = combine(kind, x, widen(in[j]));
-      for (int off = 16; off >= 1; off /= 2)
-        x = combine(kind, x,
-                    gpu::ShuffleOp::create(b, loc, x, i32(off), i32(32), gpu::ShuffleMode::XOR).getShuffleResult());
+      Value x = warpTotal(source, kind, acc);
       onlyIf(isZero(lane), [&] { storeSmem(base, warp, x); });
     };
     ex.collect = [this, warps, kind, acc, finish](int64_t base) {
@@ -148,7 +154,7 @@ LogicalResult Emitter::emitReduce(kiln::ReduceOp red) {
   auto src = red.getSrc().getType();
   Type elemType = src.getElementType();
   bool narrowFloat = elemType.isF16() || elemType.isBF16();
-  auto finish = [&](Value v) { return narrowFloat ? Value(arith::TruncFOp::create(b, loc, elemType, v)) : v; };
+  auto finish = [&](Value v) { return narrowTo(elemType, v); };
   if (reducesRows(red)) { // one warp column: no exchange
     SmallVector<Value> out;
     for (Value x : rowPartials(red))
@@ -163,17 +169,8 @@ LogicalResult Emitter::emitReduce(kiln::ReduceOp red) {
   bool shuffleable = elemType.isF32() || elemType.isInteger(32) || narrowFloat;
   if (src.getRank() == 1 && ls.distributed && !isUniform(red.getSrc()) && shuffleable) {
     // One warp: butterfly shuffles are the whole reduction.
-    SmallVector<Value> in = raw(red.getSrc());
-    Type f32 = b.getF32Type();
-    auto widen = [&](Value v) { return narrowFloat ? Value(arith::ExtFOp::create(b, loc, f32, v)) : v; };
-    Value acc = widen(in[0]);
-    for (size_t j = 1; j < in.size(); ++j)
-      acc = combine(red.getKind(), acc, widen(in[j]));
-    for (int off = 16; off >= 1; off /= 2) {
-      auto shfl = gpu::ShuffleOp::create(b, loc, acc, i32(off), i32(32), gpu::ShuffleMode::XOR);
-      acc = combine(red.getKind(), acc, shfl.getShuffleResult());
-    }
-    values[red] = {finish(acc)};
+    Type acc = narrowFloat ? b.getF32Type() : elemType;
+    values[red] = {finish(warpTotal(red.getSrc(), red.getKind(), acc))};
     return success();
   }
   Layout ld = layoutOf(red.getType());
@@ -237,9 +234,7 @@ std::optional<Emitter::Exchange> Emitter::reduceAxisInParallel(kiln::ReduceOp re
     return x;
   };
   Layout ld = layoutOf(red.getType());
-  auto finish = [this, narrowFloat, elemType](Value v) {
-    return narrowFloat ? Value(arith::TruncFOp::create(b, loc, elemType, v)) : v;
-  };
+  auto finish = [this, elemType](Value v) { return narrowTo(elemType, v); };
   Exchange ex;
   Value source = red.getSrc();
   if (axis == rank - 1) {
