@@ -140,6 +140,14 @@ TEST_CASE("GPT-2 kernels") {
   auto direct = check_kernel<ops::AttentionDecode<f16, 32, 64, 1>>();
   CHECK(direct.find("atom.") == std::string::npos);
   CHECK(direct.find("fence.acq_rel") == std::string::npos);
+  // The positions and the earlier keys are read before the wait
+  // on the QKV projection; the query after it.
+  for (const std::string &ptx : {attn, direct}) {
+    auto wait = ptx.find("griddepcontrol.wait");
+    REQUIRE(wait != std::string::npos);
+    CHECK(ptx.find("ld.global") < wait);
+    CHECK(ptx.find("ld.global.v4", wait) != std::string::npos);
+  }
   check_kernel<ops::MatmulSplitK<f16, 16, 64, 64>>("mma.sync.aligned.m16n8k16");
   check_kernel<ops::SplitKEpilogue<f16, 1024, ops::Epilogue::BiasGelu>>();
   // The one-launch split-K product: tensor cores, one atomic per program;
@@ -165,7 +173,13 @@ TEST_CASE("GPT-2 kernels") {
   // Without the layernorm (it ran as its own launch): the panel of the plain product.
   auto plainQkv = check_kernel<ops::FewRowsQkv<f16, 16, 32, 256, 3, false>>("mma.sync.aligned.m16n8k16");
   CHECK(plainQkv.find("ld.global.v4") < plainQkv.find("griddepcontrol.wait"));
-  check_kernel<ops::Embedding<f16, 256>>();
+  // A decode step's first kernel is an ordinary launch: it starts once the
+  // previous step has completed, so every later kernel of the step may read
+  // what that step wrote (the positions, the cache) before it waits.
+  auto embed = check_kernel<ops::Embedding<f16, 256>>();
+  CHECK(embed.find("griddepcontrol.launch_dependents") != std::string::npos);
+  CHECK(embed.find("griddepcontrol.wait") == std::string::npos);
+  CHECK(embed.find("kiln_dependent_launch") == std::string::npos);
   check_kernel<ops::KvWrite<bf16, 256>>();
   check_kernel<ops::GatherRows<f16, 256>>();
   // bf16 models use the same kernels.

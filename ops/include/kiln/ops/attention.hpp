@@ -110,6 +110,12 @@ template <class T, int BM_, int BN_, int D_, bool CAUSAL = true> struct Attentio
 /// Grid: (B, H, S). The grid does not depend on the positions, so one
 /// captured graph serves every step, and a step's keys are spread over all
 /// S programs of a head whatever its length: any cache length works.
+///
+/// Launched as a programmatic dependent (a decode step), the kernel reads
+/// pos[b] and the keys of its first block below position pos[b] before it
+/// waits on the kernel before it: no kernel since the step's first,
+/// ordinary launch (ops::Embedding) may write those. The key at pos[b]
+/// (the step's own), the values and q are read after the wait.
 template <class T, int BN_, int D_, int SPLITS> struct AttentionDecode {
   static constexpr int BN = BN_, D = D_, Splits = SPLITS;
   static_assert(SPLITS >= 1, "at least one program per head");
@@ -120,8 +126,11 @@ template <class T, int BN_, int D_, int SPLITS> struct AttentionDecode {
   }
   void operator()(Ptr<T> qkv, Ptr<T> kc, Ptr<T> vc, Ptr<f32> part, Ptr<i32> counter, Ptr<T> out,
                   Ptr<i32> pos, I32 C, I32 Tmax, F32 scale) const {
-    // A decode-step kernel: launched while the QKV projection ends.
-    detail::wait_for_previous_kernel();
+    // A decode-step kernel, launched while the QKV projection ends: the
+    // positions and the first block's earlier keys (all but the step's
+    // own, which that projection writes) are loaded before the wait, so
+    // their memory round trips overlap the previous kernel.
+    launch_dependents();
     auto b = program_id(0), h = program_id(1), s = program_id(2);
     auto H = num_programs(1), S = num_programs(2);
     auto len = load(pos + b) + 1;
@@ -130,19 +139,27 @@ template <class T, int BN_, int D_, int SPLITS> struct AttentionDecode {
     auto used = (len + span - 1) / span; // programs with keys: at most S
     auto lo = s * span;
     auto hi = minimum(len, lo + span);
+    auto rd = arange<D>();
+    auto kbase = kc + b * Tmax * C + h * D;
+    auto vbase = vc + b * Tmax * C + h * D;
+    auto offsets = [&](Tile<i32, BN> rn) { return expand_dims<1>(rn) * C + expand_dims<0>(rd); };
+    auto keys = [&](I32 n0) {
+      auto rn = n0 + arange<BN>();
+      auto valid = expand_dims<1>(rn < hi);
+      return std::tuple{load(kbase + offsets(rn), valid, 0), load(vbase + offsets(rn), valid, 0)};
+    };
+    auto rn0 = lo + arange<BN>();
+    auto earlier = expand_dims<1>((rn0 < minimum(hi, len - 1)) & broadcast_to<BN>(s < used));
+    auto k_early = load(kbase + offsets(rn0), earlier, 0);
+    grid_dependency_wait();
     // Loops of one iteration or none: branches on values uniform in a program.
     auto when = [](auto cond, auto body) { for_range(0, where(cond, I32(1), I32(0)), 1, [&](I32) { body(); }); };
     when(s < used, [&] {
-      auto rd = arange<D>();
-      auto kbase = kc + b * Tmax * C + h * D;
-      auto vbase = vc + b * Tmax * C + h * D;
-      auto keys = [&](I32 n0) {
-        auto rn = n0 + arange<BN>();
-        auto valid = expand_dims<1>(rn < hi);
-        auto offs = expand_dims<1>(rn) * C + expand_dims<0>(rd);
-        return std::tuple{load(kbase + offs, valid, 0), load(vbase + offs, valid, 0)};
-      };
-      auto [k0, v0] = keys(lo);
+      // The step's own key, where it falls in the first block; the values
+      // are first needed after the scores.
+      auto own = expand_dims<1>(rn0 == len - 1);
+      auto k0 = where(own, load(kbase + offsets(rn0), own, 0), k_early);
+      auto v0 = load(vbase + offsets(rn0), expand_dims<1>(rn0 < hi), 0);
       // The query, loaded by each thread for the columns of k it holds: no
       // exchange through shared memory.
       auto q = load(qkv + b * (3 * C) + h * D + broadcast_to<BN, D>(expand_dims<0>(rd)));

@@ -18,13 +18,19 @@ namespace kiln::ops {
 // previous kernel's tail.
 
 /// `out[r] = wte[tok[r]] + wpe[pos[r]]` over rows of C columns. Grid: (rows).
+///
+/// The first kernel of a step, launched the ordinary way: it starts once
+/// every kernel before it has completed. The kernels after it start while
+/// the one before them ends and may read, before they wait on it, what the
+/// previous steps wrote (decode attention loads the positions and the
+/// earlier keys and values early).
 template <class T, int BLOCK> struct Embedding {
   /// Plain schedule, one stage, at least one element a thread.
   static constexpr bool feasible(int warps, int stages, int schedule) {
     return schedule == 0 && stages == 2 && BLOCK >= warps * 32;
   }
   void operator()(Ptr<i32> tok, Ptr<i32> pos, Ptr<T> wte, Ptr<T> wpe, Ptr<T> out, I32 C) const {
-    detail::wait_for_previous_kernel();
+    launch_dependents();
     auto r = program_id(0);
     auto t = load(tok + r), p = load(pos + r);
     auto cols = arange<BLOCK>();

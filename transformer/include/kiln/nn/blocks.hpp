@@ -1082,7 +1082,9 @@ template <class D> struct KvCache {
 /// kMaxSplits programs per sequence and head, each taking an even share of
 /// the keys so far, the last to finish combining them (ops::AttentionDecode:
 /// one grid for every position, so a captured graph serves them all), the
-/// projection.
+/// projection. Decode attention reads the positions and the earlier keys
+/// before it waits on the QKV kernel: a step starts with an ordinary launch
+/// (nn::Embedding's), so the previous step has completed.
 template <class D> class CausalSelfAttention {
 public:
   /// The most programs per (sequence, head) a decode attention kernel uses.
@@ -1208,7 +1210,7 @@ public:
     qkv_.tune(ctx, ws.normed, ws.qkv, cached_only);
     proj_.tune(ctx, ws.att, x, cached_only);
     tuneCacheWrite(ctx, ws, x.dim(0), cached_only);
-    attentionTuner_(*this, ctx, ws, x.dim(0), 0, cached_only);
+    attentionTuner_(*this, ctx, ws, x.dim(0), 0, nullptr, cached_only);
   }
   /// Tunes the kernels of a decode step of x.dim(0) sequences: the fused
   /// QKV kernel, attention (at half the cache's length), the projection.
@@ -1219,7 +1221,7 @@ public:
       decodeQkvTuner_(*this, ctx, x, ws.iota.rows(0, B), ws.qkv, cached_only);
     else if (!fewQkv(B))
       tuneCacheWrite(ctx, ws, B, cached_only);
-    attentionTuner_(*this, ctx, ws, 0, B, cached_only);
+    attentionTuner_(*this, ctx, ws, 0, B, &x, cached_only);
     proj_.tune_decode(ctx, ws.att.rows(0, B), x, cached_only);
   }
   /// The tuned attention kernels (null: heuristic): prefill of prompts of
@@ -1255,6 +1257,15 @@ public:
                   "; this decode step needs at least [" + std::to_string(B) + ", " + std::to_string(heads_) +
                   ", " + std::to_string(splits()) + ", " + std::to_string(head_dim() + 2) +
                   "] (a Workspace of splits() splits)");
+    decodeQkv(ctx, x, pos, ws);
+    decodeAttention_(*this, ctx, ws, pos, B);
+    proj_(ctx, ws.att, x, x);
+  }
+
+  /// A decode step's QKV launch(es): qkv of x, its k and v written to the
+  /// cache at pos.
+  void decodeQkv(Context &ctx, const Tensor<D> &x, const Tensor<i32> &pos, const Workspace<D> &ws) const {
+    int64_t B = x.dim(0);
     if (decodeQkv_ && B <= decodeRows_) {
       decodeQkv_(*this, ctx, x, pos, ws.qkv);
     } else if (fewQkv(B)) {
@@ -1263,8 +1274,6 @@ public:
       qkv_(ctx, x, ws.normed, ws.qkv);
       writeCache(ctx, ws.qkv.rows(0, B), ws.iota.rows(0, B), pos);
     }
-    decodeAttention_(*this, ctx, ws, pos, B);
-    proj_(ctx, ws.att, x, x);
   }
 
   /// True when decode steps of B sequences run ops::FewRowsQkv (after a
@@ -1310,9 +1319,14 @@ private:
 
   template <int HD> void requestAttention(Context &ctx) {
     auto pre = ctx.kernel<ops::AttentionPrefill<D, 64, 64, HD>>("attention_prefill");
-    auto dec = ctx.kernel<ops::AttentionDecode<D, 32, HD, kMaxSplits>>("attention_decode");
+    // Untuned: 16-key blocks over up to 16 programs a head, 2 warps (the
+    // fastest measured in GPT-2 steps of 65-192 keys on an H100).
+    CompileOptions two;
+    two.num_warps = 2;
+    using Decode = ops::AttentionDecode<D, 16, HD, 16>;
+    auto dec = ctx.kernel<Decode>("attention_decode", two);
     attentionTuner_ = [](CausalSelfAttention &self, Context &c, const Workspace<D> &ws, int64_t rows,
-                         int64_t B, bool cachedOnly) {
+                         int64_t B, const Tensor<D> *x, bool cachedOnly) {
       const Target &t = c.target();
       std::string shape = std::to_string(self.heads_) + "x" + std::to_string(HD);
       int len = int(std::min<int64_t>(rows, self.cache_.context()));
@@ -1339,15 +1353,26 @@ private:
         int64_t n = std::min(B, self.cache_.batch());
         Tensor<i32> pos(t, {n});
         pos.copy_from(std::vector<int32_t>(std::size_t(n), int32_t(self.cache_.context() / 2)));
+        // Each candidate is timed after the step's QKV launch, as it runs in
+        // a step: what it loads before its wait overlaps that kernel, and
+        // its programs become resident beside that kernel's, not beside
+        // another attention launch's. At half the cache this still ranks
+        // 64-key blocks first for GPT-2, which are slower than the untuned
+        // kernel in steps of 65-192 keys (bench/README.md).
         auto site = []<class K>(const Kernel<K> &k, const CausalSelfAttention &a, Context &cc,
-                                const Workspace<D> &w, const Tensor<i32> &ps, int64_t b) {
+                                const Workspace<D> &w, const Tensor<i32> &ps, int64_t b,
+                                const Tensor<D> *after) {
+          if (after)
+            a.decodeQkv(cc, *after, ps, w);
           a.launchDecodeAttention(k, cc, w, ps, b);
         };
         std::string key = "attention_decode " + std::to_string(n) + "x" + std::to_string(self.cache_.context()) +
-                          "x" + shape;
+                          "x" + shape + (x ? " after qkv" : "");
+        Tensor<D> xRows = x ? x->rows(0, n) : Tensor<D>();
+        const Tensor<D> *after = x ? &xRows : nullptr;
         DecodeSite into;
         if (into.chained(detail::kDecodeChain)
-                .tune(c, decodeSpace<HD>(), "attention_decode", key, cachedOnly, site, self, c, ws, pos, n))
+                .tune(c, decodeSpace<HD>(), "attention_decode", key, cachedOnly, site, self, c, ws, pos, n, after))
           self.decodeTuned_[n] = into;
       }
     };
@@ -1362,8 +1387,8 @@ private:
     decodeAttention_ = [dec](const CausalSelfAttention &a, Context &c, const Workspace<D> &ws,
                              const Tensor<i32> &pos, int64_t B) {
       if (auto t = a.decodeTuned_.find(B); t != a.decodeTuned_.end())
-        return t->second(a, c, ws, pos, B);
-      dec(c, Grid(uint32_t(B), uint32_t(a.heads_), uint32_t(kMaxSplits)), ws.qkv.data(),
+        return t->second(a, c, ws, pos, B, nullptr);
+      dec(c, Grid(uint32_t(B), uint32_t(a.heads_), uint32_t(Decode::Splits)), ws.qkv.data(),
           a.cache_.k.data(), a.cache_.v.data(), ws.parts.data(), ws.counter.data(), ws.att.data(),
           pos.data(), int(a.features()), int(a.cache_.context()), a.scale());
     };
@@ -1491,15 +1516,18 @@ private:
   /// By the bucket of the longest prompt.
   TunedByRows<const CausalSelfAttention &, Context &, const Tensor<D> &, const Tensor<D> &, const Packing &>
       prefillTuned_;
-  using DecodeSite =
-      Tunable<const CausalSelfAttention &, Context &, const Workspace<D> &, const Tensor<i32> &, int64_t>;
+  /// The last argument: the step's input while tuning (the site launches
+  /// the QKV kernel first), null in a step.
+  using DecodeSite = Tunable<const CausalSelfAttention &, Context &, const Workspace<D> &, const Tensor<i32> &,
+                             int64_t, const Tensor<D> *>;
   std::map<int64_t, DecodeSite> decodeTuned_; ///< by sequences per step
   TunedByRows<const CausalSelfAttention &, Context &, const Tensor<D> &, const Tensor<i32> &,
               const Tensor<i32> &>
       kvTuned_;
   // Tunes the attention kernels: prefill for a prompt of `rows` tokens
   // (rows > 0), decode for B sequences (B > 0).
-  std::function<void(CausalSelfAttention &, Context &, const Workspace<D> &, int64_t, int64_t, bool)>
+  std::function<void(CausalSelfAttention &, Context &, const Workspace<D> &, int64_t, int64_t,
+                     const Tensor<D> *, bool)>
       attentionTuner_;
 };
 
