@@ -532,6 +532,11 @@ BENCHMARK(BM_softmax<4096, false>)->Args({4096, 50257, 8})->Args({4096, 50257, 1
     ->UseManualTime()->Unit(benchmark::kMicrosecond)->Iterations(1);
 BENCHMARK(BM_softmax<8192, false>)->Args({4096, 50257, 8})->Args({4096, 50257, 16})
     ->UseManualTime()->Unit(benchmark::kMicrosecond)->Iterations(1);
+// The whole 50257-wide row in one block, held in registers: one read, one
+// write, but 64-128 values a thread spill (0.73-0.79 TB/s on an H100 against
+// 1.69 for the two sweeps above; bench/README.md).
+BENCHMARK(BM_softmax<65536, true>)->Args({4096, 50257, 32})->Args({4096, 50257, 16})
+    ->UseManualTime()->Unit(benchmark::kMicrosecond)->Iterations(1);
 // Wide rows a row at a time: {rows, cols, warps, programs an SM}.
 BENCHMARK(BM_softmax_wide<2048>)->Args({4096, 50257, 8, 1})->Args({4096, 50257, 8, 2})->Args({4096, 50257, 8, 4})
     ->Args({4096, 50257, 16, 1})->Args({4096, 50257, 16, 2})->UseManualTime()->Unit(benchmark::kMicrosecond)->Iterations(1);

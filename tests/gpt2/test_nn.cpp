@@ -337,6 +337,52 @@ TEST_CASE("nn::CausalSelfAttention: tuned prefill and decode kernels agree with 
   checkAttention(true);
 }
 
+TEST_CASE("nn::CausalSelfAttention: decode attention is tuned per length bucket") {
+  test::TempDir dir("nn-tune-attention-buckets");
+  test::ScopedEnv cache("KILN_CACHE_DIR", dir.path);
+  const int64_t C = 64, H = 4;
+  nn::Context ctx(target());
+  auto block = [&](int64_t T) {
+    nn::Tensor<f32> wqkv = tensor({C, 3 * C}, 22, 0.2f);
+    nn::Tensor<f32> wqkvT(target(), {3 * C, C}, nn::transpose(wqkv.to_host(), C, 3 * C));
+    return nn::CausalSelfAttention<f32>(
+        ctx, nn::LayerNorm<f32>(ctx, tensor({C}, 20), tensor({C}, 21, 0.1f)), wqkv, tensor({3 * C}, 23, 0.1f),
+        wqkvT, nn::Linear<f32, Epilogue::BiasResidual>(ctx, tensor({C, C}, 24, 0.1f), tensor({C}, 25, 0.1f)),
+        int(H), nn::KvCache<f32>(target(), 1, T, C), nn::Widths<C>{});
+  };
+  auto attn = block(512), odd = block(200), small = block(64);
+  ctx.compile();
+  // Powers of two from 128, at most the cache's length; 0 (unknown) and
+  // anything longer than the cache: the whole cache.
+  CHECK(attn.decode_buckets() == std::vector<int64_t>{128, 256, 512});
+  CHECK(odd.decode_buckets() == std::vector<int64_t>{128, 200});
+  CHECK(small.decode_buckets() == std::vector<int64_t>{64});
+  for (auto [keys, bucket] : std::vector<std::pair<int64_t, int64_t>>{
+           {1, 128}, {128, 128}, {129, 256}, {300, 512}, {512, 512}, {0, 512}, {5000, 512}}) {
+    CAPTURE(keys);
+    CHECK(attn.decode_bucket(keys) == bucket);
+  }
+  CHECK(odd.decode_bucket(150) == 200);
+  CHECK(small.decode_bucket(1) == 64);
+  // Untuned: no bucket has a tuned kernel. Tuning gives each its own.
+  CHECK(attn.decode_tuned(1, 1) == nullptr);
+  nn::Workspace<f32> ws(target(), 512, C, 1, H, attn.splits(), C / H);
+  nn::Tensor<f32> x = tensor({1, C}, 27);
+  attn.tune_decode(ctx, x, ws.rows(1));
+  const Tuned *shortest = attn.decode_tuned(1, 100), *middle = attn.decode_tuned(1, 200),
+              *longest = attn.decode_tuned(1, 400);
+  REQUIRE(shortest != nullptr);
+  REQUIRE(middle != nullptr);
+  REQUIRE(longest != nullptr);
+  CHECK(shortest != middle);
+  CHECK(middle != longest);
+  CHECK(attn.decode_tuned(1, 0) == longest);
+  CHECK(attn.decode_tuned(1, 1) == shortest);
+  CHECK(shortest->label().find("AttentionDecode_f32_") == 0);
+  // Steps of two sequences were not tuned.
+  CHECK(attn.decode_tuned(2, 100) == nullptr);
+}
+
 namespace {
 nn::Tensor<f16> halfTensor(nn::Shape shape, uint32_t seed, float scale = 1.0f) {
   int64_t n = 1;

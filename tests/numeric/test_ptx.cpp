@@ -210,6 +210,34 @@ TEST_CASE("decode linear layers stream their weights with 16-byte loads") {
   check_kernel<ops::DecodeLinear<f16, 8, 4, 3072, 256, false, DecodeEpilogue::BiasResidual>>("ld.global.v4");
 }
 
+TEST_CASE("decode layernorm products reduce once; the QKV product reads the positions before it waits") {
+  using ops::DecodeEpilogue;
+  auto count = [](const std::string &ptx, const std::string &what) {
+    int n = 0;
+    for (auto at = ptx.find(what); at != std::string::npos; at = ptx.find(what, at + 1))
+      ++n;
+    return n;
+  };
+  // The layernorm is folded into the product: the statistics, the row sums
+  // and the sums over w g and w b share one exchange between the warps (a
+  // barrier after the partials are stored, one after they are read back),
+  // where normalising first took two.
+  auto qkv = check_kernel<ops::DecodeQkv<f16, 1, 8, 768, 256>>();
+  for (const std::string &ptx :
+       {qkv, check_kernel<ops::DecodeLinear<f16, 1, 8, 768, 256, true, DecodeEpilogue::BiasGelu>>(),
+        check_kernel<ops::DecodeQkv<f16, 8, 4, 768, 256>>(),
+        check_kernel<ops::DecodeLinear<bf16, 2, 4, 1024, 256, true, DecodeEpilogue::None>>()})
+    CHECK(count(ptx, "bar.sync") == 2);
+  // The position (a 32-bit scalar the previous step wrote) is loaded before
+  // griddepcontrol.wait; the activations (16-byte loads) after it.
+  auto wait = qkv.find("griddepcontrol.wait");
+  REQUIRE(wait != std::string::npos);
+  auto pos = qkv.find("ld.global.b32");
+  if (pos == std::string::npos)
+    pos = qkv.find("ld.global.u32");
+  CHECK(pos < wait);
+}
+
 TEST_CASE("decode and few-row products bring a later kernel's weights into L2 before they wait") {
   using ops::DecodeEpilogue;
   // prefetch_share: predicated L2 prefetches, issued after the program's own

@@ -58,8 +58,8 @@ template <class D> struct ModelImpl final : Model::Impl {
 
   std::set<std::pair<int64_t, int64_t>> configured; // row buckets configureFor has seen
   std::set<int64_t> configuredDecode;               // batch sizes configureDecode has seen
-  std::optional<cuda::Graph> graph;
-  std::string graphKey;
+  std::map<int64_t, cuda::Graph> graphs; // decode-step graphs by attention length bucket
+  std::string graphKey;                  // what they bake in besides the bucket
   std::unique_ptr<cuda::Stream> stream;
 
   /// `t` in the compute type; as [N, K] when `transposed` (t is [K, N]),
@@ -366,15 +366,17 @@ template <class D> struct ModelImpl final : Model::Impl {
 
   /// One decode step for all `B` sequences: embed next[b] at pos[b], run the
   /// blocks, sample into next[b] and advance pos[b]. Device-side only, so
-  /// that it can be captured once as a CUDA graph.
-  void decodeStep(int B, const GenerateOptions &o) {
+  /// that it can be captured once as a CUDA graph (one per attention length
+  /// bucket: `keys` bounds pos[b] + 1 and picks the attention kernels; any
+  /// value is correct, 0 meaning the whole context).
+  void decodeStep(int B, const GenerateOptions &o, int64_t keys) {
     ctx.reset_launches();
     Tensor<D> xb = x.rows(0, B);                // [B, C]
     Tensor<i32> nextB = next.rows(0, B), posB = pos.rows(0, B);
     nn::Workspace<D> w = ws.rows(B);
     (*embedding)(ctx, nextB, posB, xb);
     for (const nn::TransformerBlock<D> &layer : layers)
-      layer.decode(ctx, xb, posB, w);
+      layer.decode(ctx, xb, posB, w, keys);
     Tensor<D> logitsB = logitsBuf.rows(0, B);   // [B, V]
     (*lmHead)(ctx, xb, w.normed, logitsB);
     (*sampler)(ctx, logitsB, nextB, posB, 1, sampling(o));
@@ -437,19 +439,28 @@ template <class D> struct ModelImpl final : Model::Impl {
     std::string key = std::to_string(B) + "/" + exact(o.temperature) + "/" +
                       std::to_string(o.top_k) + "/" + exact(o.top_p) + "/" +
                       std::to_string(o.seed);
-    if (useGraph && (!graph || graphKey != key)) {
-      graph.reset();
-      graph.emplace(cuda::Graph::capture(*stream, [&] { decodeStep(B, o); }));
+    if (useGraph && graphKey != key) {
+      graphs.clear();
       graphKey = key;
-      info.decode_graph = true;
     }
-    while (true) {
+    // Step s embeds the token at position lens[b] + s: at most longest + s + 1
+    // keys. Each attention length bucket has its own graph, captured when a
+    // step first reaches it.
+    const nn::CausalSelfAttention<D> &attention = layers.front().attention();
+    for (int64_t s = 0;; ++s) {
+      int64_t keys = longest + s + 1;
       if (useGraph) {
-        graph->replay(*stream);
+        int64_t bucket = attention.decode_bucket(keys);
+        auto g = graphs.find(bucket);
+        if (g == graphs.end()) {
+          g = graphs.emplace(bucket, cuda::Graph::capture(*stream, [&] { decodeStep(B, o, keys); })).first;
+          info.decode_graph = true;
+        }
+        g->second.replay(*stream);
         stream->synchronize();
         ++info.graph_replays;
       } else {
-        decodeStep(B, o);
+        decodeStep(B, o, keys);
       }
       if (collect())
         break;
@@ -486,7 +497,7 @@ template <class D> struct ModelImpl final : Model::Impl {
           roles.push_back(role);
         };
         tl.mark();
-        decodeStep(B, o);
+        decodeStep(B, o, longest + s + 1);
         ctx.on_launch = nullptr;
         std::vector<double> ms = tl.elapsed_ms();
         for (std::size_t i = 0; i < ms.size(); ++i) {
@@ -503,10 +514,12 @@ template <class D> struct ModelImpl final : Model::Impl {
     std::sort(prof.kernels.begin(), prof.kernels.end(),
               [](auto &a, auto &b) { return a.us > b.us; });
     if (opts.cuda_graphs) {
-      graph.reset();
+      graphs.clear();
       graphKey.clear();
+      // Captured for the bucket of the first step it replays (later
+      // replays go further: the same kernels, whichever bucket they reach).
       auto timeGraph = [&] {
-        cuda::Graph g = cuda::Graph::capture(*stream, [&] { decodeStep(B, o); });
+        cuda::Graph g = cuda::Graph::capture(*stream, [&] { decodeStep(B, o, longest + steps + 1); });
         cuda::StreamScope scope(*stream);
         return cuda::time_ms([&] { g.replay(*stream); }, steps, 3) * 1e3;
       };

@@ -12,18 +12,18 @@
 
 namespace kiln::ops {
 
-// The kernels of a decode step wait on the kernel before them
-// (grid_dependency_wait) rather than being serialised after it, and let the
-// next one launch at once (launch_dependents): each launch overlaps the
-// previous kernel's tail.
+// The kernels of a decode step after its first (Embedding) wait on the
+// kernel before them (grid_dependency_wait) rather than being serialised
+// after it, and every one lets the next launch at once (launch_dependents):
+// each launch overlaps the previous kernel's tail.
 
 /// `out[r] = wte[tok[r]] + wpe[pos[r]]` over rows of C columns. Grid: (rows).
 ///
 /// The first kernel of a step, launched the ordinary way: it starts once
 /// every kernel before it has completed. The kernels after it start while
 /// the one before them ends and may read, before they wait on it, what the
-/// previous steps wrote (decode attention loads the positions and the
-/// earlier keys and values early).
+/// previous steps wrote (the QKV product loads the positions early, decode
+/// attention the positions and the earlier keys).
 template <class T, int BLOCK> struct Embedding {
   /// Plain schedule, one stage, at least one element a thread.
   static constexpr bool feasible(int warps, int stages, int schedule) {

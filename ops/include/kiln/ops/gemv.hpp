@@ -111,16 +111,21 @@ std::vector<Tile<f32, BN>> decode_rows(Ptr<T> x, Ptr<T> lnw, Ptr<T> lnb, Ptr<T> 
     for (int c = 0; c < chunks; ++c)
       for (int m = 0; m < BM; ++m)
         as.push_back(activation(m, c));
-  // Layernorm statistics in one pass: the sums of d = x - x[0] and of d^2,
-  // reductions that do not wait on each other (the mean, then the variance
-  // about it, would be two in a row on the step's critical path). Shifting
-  // by the row's first element keeps E[d^2] - E[d]^2 from cancelling where
-  // the mean is far from zero. All rows' sums are taken one after the
-  // other, so that they share one exchange between the program's warps.
-  std::vector<F32> mean, rstd;
+  // The layernorm folded into the product. With d = x - x[0] (the row's
+  // first element as a shift: E[d^2] - E[d]^2 does not cancel where the
+  // mean is far from zero), mean = x[0] + E[d] and rstd = 1 / sqrt(E[d^2] -
+  // E[d]^2 + eps), a column's
+  //   sum_k w_k ((x_k - mean) rstd g_k + b_k)
+  //     = rstd (sum_k (w_k g_k) d_k - E[d] sum_k w_k g_k) + sum_k w_k b_k:
+  // the products of every row go on while the statistics are summed, and
+  // the row sums, the statistics and the two sums over the weights reduce
+  // together, one exchange between the program's warps. w g and w b are
+  // formed once a chunk for all rows (the normalised activations were
+  // formed once a row).
+  std::vector<F32> shifts;
+  std::vector<Tile<f32, KC>> stats; // sum d, sum d^2 of row 0, then of row 1, ...
+  std::optional<Tile<f32, BN, KC>> wg, wb;
   if constexpr (LN) {
-    std::vector<F32> shifts;
-    std::vector<Tile<f32, KC>> parts; // s, q of row 0, then of row 1, ...
     for (int m = 0; m < BM; ++m) {
       auto shift = cast<f32>(load(x + minimum(I32(m), M - 1) * K));
       auto s = zeros<f32, KC>(), q = zeros<f32, KC>();
@@ -132,35 +137,43 @@ std::vector<Tile<f32, BN>> decode_rows(Ptr<T> x, Ptr<T> lnw, Ptr<T> lnb, Ptr<T> 
         q = q + d * d;
       }
       shifts.push_back(shift);
-      parts.push_back(s);
-      parts.push_back(q);
+      stats.push_back(s);
+      stats.push_back(q);
     }
-    std::vector<F32> sums;
-    for (auto &p : parts)
-      sums.push_back(sum(p));
-    for (int m = 0; m < BM; ++m) {
-      auto ds = sums[std::size_t(2 * m)] / float(K), dq = sums[std::size_t(2 * m + 1)] / float(K);
-      mean.push_back(shifts[std::size_t(m)] + ds);
-      rstd.push_back(rsqrt(maximum(dq - ds * ds, 0.0f) + eps));
-    }
+    wg = zeros<f32, BN, KC>();
+    wb = zeros<f32, BN, KC>();
   }
   for (int c = 0; c < chunks; ++c) {
     auto w = cast<f32>(ws[std::size_t(c)]);
-    std::optional<Tile<f32, BN, KC>> g, beta;
     if constexpr (LN) {
-      g = cast<f32>(preload ? gs[std::size_t(c)] : alongK(lnw, c));
-      beta = cast<f32>(preload ? bs[std::size_t(c)] : alongK(lnb, c));
+      // Past K (a ragged last chunk) w is 0, and so is every product.
+      auto g = cast<f32>(preload ? gs[std::size_t(c)] : alongK(lnw, c));
+      auto beta = cast<f32>(preload ? bs[std::size_t(c)] : alongK(lnb, c));
+      *wb = *wb + w * beta;
+      w = w * g;
+      *wg = *wg + w;
     }
     for (int m = 0; m < BM; ++m) {
       auto a = cast<f32>(preload ? as[std::size_t(c * BM + m)] : activation(m, c));
       if constexpr (LN)
-        a = (a - mean[m]) * rstd[m] * *g + *beta;
+        a = a - shifts[std::size_t(m)];
       acc[m] = acc[m] + w * a;
     }
   }
+  std::vector<F32> sums;
+  for (auto &p : stats)
+    sums.push_back(sum(p));
   std::vector<Tile<f32, BN>> out;
   for (int m = 0; m < BM; ++m)
     out.push_back(sum<1>(acc[m]));
+  if constexpr (LN) {
+    auto sg = sum<1>(*wg), sb = sum<1>(*wb);
+    for (int m = 0; m < BM; ++m) {
+      auto ds = sums[std::size_t(2 * m)] / float(K), dq = sums[std::size_t(2 * m + 1)] / float(K);
+      auto rstd = rsqrt(maximum(dq - ds * ds, 0.0f) + eps);
+      out[std::size_t(m)] = (out[std::size_t(m)] - ds * sg) * rstd + sb;
+    }
+  }
   return out;
 }
 
@@ -175,7 +188,7 @@ constexpr bool decode_feasible(int warps, int stages, int schedule) {
   constexpr int chunks = (K + KC - 1) / KC;
   int threads = warps * 32;
   int tile = BN * KC * bytes / 4 / threads; // 32-bit registers of one (BN, KC) tile
-  int acc = BM * BN * KC / threads;
+  int acc = (BM + (LN ? 2 : 0)) * BN * KC / threads; // LN: the sums over w g and w b
   int weights = chunks * tile;
   int preloaded = BM * chunks <= 16 ? (BM + (LN ? 2 : 0)) * chunks * tile : 0;
   return schedule == 0 && stages == 2 && BN * KC * bytes >= threads * 16 &&
@@ -241,14 +254,15 @@ template <class T, int BM_, int BN_, int K_, int KC_> struct DecodeQkv {
                   I32 pf_count) const {
     launch_dependents();
     auto rn = program_id(0) * BN + arange<BN>();
-    // Everything the epilogue reads is loaded first, with the weights (the
-    // positions once the previous kernel is done).
+    // Everything the epilogue reads is loaded first, with the weights. The
+    // positions too: a step's first kernel (ops::Embedding) starts only once
+    // the previous step, which advanced them, has completed, and no kernel
+    // of this step writes them.
     auto bv = cast<f32>(load(bias + rn, rn < N, 0));
     std::vector<I32> at;
-    auto acc = detail::decode_rows<T, BM, BN, K, KC, true>(x, lnw, lnb, wt, M, N, eps, rn, pf, pf_count, [&] {
-      for (int m = 0; m < BM; ++m)
-        at.push_back(load(pos + minimum(I32(m), M - 1)));
-    });
+    for (int m = 0; m < BM; ++m)
+      at.push_back(load(pos + minimum(I32(m), M - 1)));
+    auto acc = detail::decode_rows<T, BM, BN, K, KC, true>(x, lnw, lnb, wt, M, N, eps, rn, pf, pf_count, [] {});
     auto C = N / 3;
     for (int m = 0; m < BM; ++m) {
       auto mask = detail::row_mask(rn, M, N, m);

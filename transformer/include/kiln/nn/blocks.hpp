@@ -180,8 +180,12 @@ template <class F> void atDecodeSlot(int slot, F &&f) {
 inline std::string decodeSuffix(int R) { return "_decode" + std::to_string(R); }
 /// Output columns per program of the heuristic (untuned) decode-step
 /// kernels of R rows: `one` for a row (as ranked on an H200), 8 for two,
-/// 4 for more (the accumulators of R rows share the registers).
-template <int R> constexpr int decodeColumnsFor(int one) { return R == 1 ? one : R == 2 ? 8 : 4; }
+/// 4 for more (the accumulators of R rows share the registers). With the
+/// layernorm folded in (LN), two more accumulators (the weight sums) leave
+/// room for 4 at two rows: 8 took 246 registers a thread on sm_90a.
+template <int R, bool LN = false> constexpr int decodeColumnsFor(int one) {
+  return R == 1 ? one : R == 2 && !LN ? 8 : 4;
+}
 
 /// The decode-step kernels `Of::type<BN>` for every BN of decodeColumns,
 /// times 1 to 8 warps, pruned by their `feasible` (registers, 16-byte loads).
@@ -893,7 +897,7 @@ public:
         using Launch = std::function<void(const NormLinear &, Context &, const Tensor<D> &, const Tensor<D> &)>;
         std::array<Launch, detail::kDecodeSlots> kernels;
         detail::forDecodeLadder(decodeRows_, [&]<int R>() {
-          auto k = ctx.kernel<ops::DecodeLinear<D, R, detail::decodeColumnsFor<R>(8), K, 256, true, DE>>(
+          auto k = ctx.kernel<ops::DecodeLinear<D, R, detail::decodeColumnsFor<R, true>(8), K, 256, true, DE>>(
               options.role + detail::decodeSuffix(R));
           kernels[std::size_t(detail::decodeSlot(R))] = [k](const NormLinear &self, Context &c, const Tensor<D> &x,
                                                             const Tensor<D> &out) { self.launch(c, k, x, out); };
@@ -1142,7 +1146,7 @@ public:
                                           const Tensor<i32> &, const Tensor<D> &)>;
         std::array<Launch, detail::kDecodeSlots> kernels;
         detail::forDecodeLadder(decodeRows_, [&]<int R>() {
-          auto k = ctx.kernel<ops::DecodeQkv<D, R, detail::decodeColumnsFor<R>(8), K, 256>>("decode_qkv" +
+          auto k = ctx.kernel<ops::DecodeQkv<D, R, detail::decodeColumnsFor<R, true>(8), K, 256>>("decode_qkv" +
                                                                                             std::to_string(R));
           kernels[std::size_t(detail::decodeSlot(R))] = [k](const CausalSelfAttention &self, Context &c,
                                                             const Tensor<D> &x, const Tensor<i32> &pos,
@@ -1203,6 +1207,24 @@ public:
   /// Programs per (sequence, head) of a decode step's attention, at most:
   /// what Workspace::parts holds for each.
   int64_t splits() const { return kMaxSplits; }
+  /// The length bucket of decode steps whose sequences attend to at most
+  /// `keys` keys (a position + 1): the next power of two from 128, at most
+  /// the cache's length (which `keys` <= 0 also gives). Decode attention is
+  /// tuned, and its tuned kernel chosen, per bucket: short contexts want
+  /// small key blocks over many programs, long ones larger blocks.
+  int64_t decode_bucket(int64_t keys) const {
+    int64_t T = cache_.context(), b = 128;
+    while (b < keys)
+      b *= 2;
+    return keys <= 0 ? T : std::min(b, T);
+  }
+  /// Every decode_bucket, shortest first.
+  std::vector<int64_t> decode_buckets() const {
+    std::vector<int64_t> all{decode_bucket(1)};
+    while (all.back() < cache_.context())
+      all.push_back(decode_bucket(all.back() + 1));
+    return all;
+  }
 
   /// Tunes the QKV and projection products for x.dim(0) rows, overwriting
   /// x and the workspace.
@@ -1213,7 +1235,7 @@ public:
     attentionTuner_(*this, ctx, ws, x.dim(0), 0, nullptr, cached_only);
   }
   /// Tunes the kernels of a decode step of x.dim(0) sequences: the fused
-  /// QKV kernel, attention (at half the cache's length), the projection.
+  /// QKV kernel, attention (for each decode_bucket), the projection.
   /// Overwrites x, the workspace and the cache (a prefill rewrites it).
   void tune_decode(Context &ctx, const Tensor<D> &x, const Workspace<D> &ws, bool cached_only = false) {
     int64_t B = x.dim(0);
@@ -1229,9 +1251,10 @@ public:
   const Tuned *prefill_tuned(int64_t longest) const {
     return prefillTuned_.tuned_for(longest);
   }
-  /// The tuned decode attention of steps of B sequences; null: heuristic.
-  const Tuned *decode_tuned(int64_t B = 1) const {
-    auto t = decodeTuned_.find(B);
+  /// The tuned decode attention of steps of B sequences of at most `keys`
+  /// keys (decode_bucket); null: heuristic.
+  const Tuned *decode_tuned(int64_t B = 1, int64_t keys = 0) const {
+    auto t = decodeTuned_.find({B, decode_bucket(keys)});
     return t == decodeTuned_.end() ? nullptr : t->second.tuned();
   }
 
@@ -1245,7 +1268,11 @@ public:
   }
 
   /// A decode step of x [B, C]: row b is sequence b's token at pos[b].
-  void decode(Context &ctx, const Tensor<D> &x, const Tensor<i32> &pos, const Workspace<D> &ws) const {
+  /// `keys`, when known, bounds pos[b] + 1 for every b: it picks the
+  /// attention kernel tuned for that length (decode_bucket); any value is
+  /// correct (0: the cache's length).
+  void decode(Context &ctx, const Tensor<D> &x, const Tensor<i32> &pos, const Workspace<D> &ws,
+              int64_t keys = 0) const {
     int64_t B = x.dim(0);
     expect(pos, {B}, "nn::CausalSelfAttention", "pos");
     if (B > cache_.batch())
@@ -1258,7 +1285,7 @@ public:
                   ", " + std::to_string(splits()) + ", " + std::to_string(head_dim() + 2) +
                   "] (a Workspace of splits() splits)");
     decodeQkv(ctx, x, pos, ws);
-    decodeAttention_(*this, ctx, ws, pos, B);
+    decodeAttention_(*this, ctx, ws, pos, B, keys);
     proj_(ctx, ws.att, x, x);
   }
 
@@ -1348,17 +1375,12 @@ private:
           return into.tune(c, prefillSpace<HD>(), "attention_prefill", key, cachedOnly, site, self, c, ws.qkv,
                            ws.att, p);
         });
-      if (B > 0 && !self.decodeTuned_.count(std::min(B, self.cache_.batch()))) {
-        // Every sequence halfway through the cache.
+      if (B > 0) {
         int64_t n = std::min(B, self.cache_.batch());
-        Tensor<i32> pos(t, {n});
-        pos.copy_from(std::vector<int32_t>(std::size_t(n), int32_t(self.cache_.context() / 2)));
         // Each candidate is timed after the step's QKV launch, as it runs in
         // a step: what it loads before its wait overlaps that kernel, and
         // its programs become resident beside that kernel's, not beside
-        // another attention launch's. At half the cache this still ranks
-        // 64-key blocks first for GPT-2, which are slower than the untuned
-        // kernel in steps of 65-192 keys (bench/README.md).
+        // another attention launch's.
         auto site = []<class K>(const Kernel<K> &k, const CausalSelfAttention &a, Context &cc,
                                 const Workspace<D> &w, const Tensor<i32> &ps, int64_t b,
                                 const Tensor<D> *after) {
@@ -1366,14 +1388,25 @@ private:
             a.decodeQkv(cc, *after, ps, w);
           a.launchDecodeAttention(k, cc, w, ps, b);
         };
-        std::string key = "attention_decode " + std::to_string(n) + "x" + std::to_string(self.cache_.context()) +
-                          "x" + shape + (x ? " after qkv" : "");
         Tensor<D> xRows = x ? x->rows(0, n) : Tensor<D>();
         const Tensor<D> *after = x ? &xRows : nullptr;
-        DecodeSite into;
-        if (into.chained(detail::kDecodeChain)
-                .tune(c, decodeSpace<HD>(), "attention_decode", key, cachedOnly, site, self, c, ws, pos, n, after))
-          self.decodeTuned_[n] = into;
+        // Each length bucket is tuned with every sequence in the middle of
+        // it (keys (lo + hi) / 2 for the bucket (lo, hi]).
+        int64_t lo = 0;
+        for (int64_t hi : self.decode_buckets()) {
+          int64_t keys = std::max<int64_t>(1, (lo + hi) / 2);
+          lo = hi;
+          if (self.decodeTuned_.count({n, hi}))
+            continue;
+          Tensor<i32> pos(t, {n});
+          pos.copy_from(std::vector<int32_t>(std::size_t(n), int32_t(keys - 1)));
+          std::string key = "attention_decode " + std::to_string(n) + "x" + std::to_string(keys) + "of" +
+                            std::to_string(self.cache_.context()) + "x" + shape + (x ? " after qkv" : "");
+          DecodeSite into;
+          if (into.chained(detail::kDecodeChain)
+                  .tune(c, decodeSpace<HD>(), "attention_decode", key, cachedOnly, site, self, c, ws, pos, n, after))
+            self.decodeTuned_[{n, hi}] = into;
+        }
       }
     };
     prefillAttention_ = [pre](const CausalSelfAttention &a, Context &c, const Tensor<D> &qkv,
@@ -1385,8 +1418,8 @@ private:
           int(a.features()), int(a.cache_.context()), a.scale());
     };
     decodeAttention_ = [dec](const CausalSelfAttention &a, Context &c, const Workspace<D> &ws,
-                             const Tensor<i32> &pos, int64_t B) {
-      if (auto t = a.decodeTuned_.find(B); t != a.decodeTuned_.end())
+                             const Tensor<i32> &pos, int64_t B, int64_t keys) {
+      if (auto t = a.decodeTuned_.find({B, a.decode_bucket(keys)}); t != a.decodeTuned_.end())
         return t->second(a, c, ws, pos, B, nullptr);
       dec(c, Grid(uint32_t(B), uint32_t(a.heads_), uint32_t(Decode::Splits)), ws.qkv.data(),
           a.cache_.k.data(), a.cache_.v.data(), ws.parts.data(), ws.counter.data(), ws.att.data(),
@@ -1496,7 +1529,7 @@ private:
                      const Packing &)>
       prefillAttention_;
   std::function<void(const CausalSelfAttention &, Context &, const Workspace<D> &,
-                     const Tensor<i32> &, int64_t)>
+                     const Tensor<i32> &, int64_t, int64_t)>
       decodeAttention_;
   std::function<void(const CausalSelfAttention &, Context &, const Tensor<D> &, const Tensor<i32> &,
                      const Tensor<D> &)>
@@ -1520,7 +1553,7 @@ private:
   /// the QKV kernel first), null in a step.
   using DecodeSite = Tunable<const CausalSelfAttention &, Context &, const Workspace<D> &, const Tensor<i32> &,
                              int64_t, const Tensor<D> *>;
-  std::map<int64_t, DecodeSite> decodeTuned_; ///< by sequences per step
+  std::map<std::pair<int64_t, int64_t>, DecodeSite> decodeTuned_; ///< by (sequences, decode_bucket)
   TunedByRows<const CausalSelfAttention &, Context &, const Tensor<D> &, const Tensor<i32> &,
               const Tensor<i32> &>
       kvTuned_;
@@ -1603,8 +1636,10 @@ public:
     attn_.prefill(ctx, x, p, ws);
     mlp_(ctx, x, ws);
   }
-  void decode(Context &ctx, const Tensor<D> &x, const Tensor<i32> &pos, const Workspace<D> &ws) const {
-    attn_.decode(ctx, x, pos, ws);
+  /// A decode step; `keys` as in CausalSelfAttention::decode.
+  void decode(Context &ctx, const Tensor<D> &x, const Tensor<i32> &pos, const Workspace<D> &ws,
+              int64_t keys = 0) const {
+    attn_.decode(ctx, x, pos, ws, keys);
     mlp_(ctx, x, ws);
   }
 
