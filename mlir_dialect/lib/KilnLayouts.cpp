@@ -3,16 +3,20 @@
 
 #include "llvm/Support/MathExtras.h"
 
+#include <optional>
+
 using namespace mlir;
 using namespace kiln;
 
 namespace {
 using EmitError = function_ref<InFlightDiagnostic()>;
 
-int64_t numel(ArrayRef<int64_t> shape) {
+/// The element count of `shape`; none when it does not fit int64_t.
+std::optional<int64_t> numel(ArrayRef<int64_t> shape) {
   int64_t n = 1;
   for (int64_t d : shape)
-    n *= d;
+    if (llvm::MulOverflow(n, d, n))
+      return std::nullopt;
   return n;
 }
 
@@ -51,7 +55,8 @@ LogicalResult BlockedLayoutAttr::verify(EmitError emitError, int64_t vec, int64_
 
 LogicalResult BlockedLayoutAttr::verifyEncoding(ArrayRef<int64_t> shape, Type, EmitError emitError) const {
   int64_t group = 32 * getWarps() * getVec();
-  if (shape.empty() || numel(shape) % group != 0 || shape.back() % getVec() != 0)
+  std::optional<int64_t> n = numel(shape);
+  if (shape.empty() || !n || *n % group != 0 || shape.back() % getVec() != 0)
     return emitError() << "#kiln.blocked<vec = " << getVec() << ", warps = " << getWarps()
                        << "> needs a tile of a multiple of " << group
                        << " elements whose last dimension is a multiple of " << getVec();

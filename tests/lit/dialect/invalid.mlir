@@ -210,6 +210,14 @@ func.func @test_not_blocked_fit(%t: tensor<16x16xf32, #kiln.blocked<vec = 8, war
 
 // -----
 
+// A shape whose element count overflows int64_t is refused, not multiplied out.
+// expected-error @+1 {{#kiln.blocked<vec = 1, warps = 1> needs a tile of a multiple of 32 elements whose last dimension is a multiple of 1}}
+func.func @test_blocked_huge(%t: tensor<64x333333333333333332xf32, #kiln.blocked<vec = 1, warps = 1>>) {
+  return
+}
+
+// -----
+
 // expected-error @+1 {{#kiln.blocked: vec must be a power of two in [1, 16], got 3}}
 func.func @test_not_blocked_vec(%t: tensor<1024xf32, #kiln.blocked<vec = 3, warps = 4>>) {
   return
