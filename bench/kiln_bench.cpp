@@ -94,6 +94,27 @@ template <int BLOCK, bool ONE> void BM_softmax(benchmark::State &state) {
   }
 }
 
+/// A row over a cluster of CLUSTER programs (ops::SoftmaxCluster):
+/// {rows, cols, warps}.
+template <int BLOCK, int CLUSTER> void BM_softmax_cluster(benchmark::State &state) {
+  int rows = int(state.range(0)), cols = int(state.range(1));
+  if (!ops::softmax_cluster_fits<f16, BLOCK, CLUSTER>(cols)) {
+    state.SkipWithError("the row does not fit the cluster");
+    return;
+  }
+  auto x = random_device<kiln::half>(std::size_t(rows) * cols);
+  cuda::DeviceBuffer<kiln::half> y(std::size_t(rows) * cols);
+  CompileOptions o;
+  o.num_warps = int(state.range(2));
+  auto k = compile<ops::SoftmaxCluster<f16, BLOCK, CLUSTER>>(gpu(), o);
+  state.SetLabel("a row over a cluster of " + std::to_string(CLUSTER) + " programs of BLOCK " +
+                 std::to_string(BLOCK) + ", " + std::to_string(state.range(2)) + " warps");
+  for (auto _ : state) {
+    double ms = cuda::time_ms([&] { k.launch(Grid(rows * CLUSTER), x.data(), y.data(), cols, cols, cols); });
+    report(state, ms, 2.0 * rows * cols * 2, 0);
+  }
+}
+
 template <int BLOCK, bool ONE> void BM_layernorm(benchmark::State &state) {
   int rows = int(state.range(0)), n = int(state.range(1));
   auto x = random_device<kiln::half>(std::size_t(rows) * n);
@@ -536,6 +557,16 @@ BENCHMARK(BM_softmax<8192, false>)->Args({4096, 50257, 8})->Args({4096, 50257, 1
 // write, but 64-128 values a thread spill (0.73-0.79 TB/s on an H100 against
 // 1.69 for the two sweeps above; bench/README.md).
 BENCHMARK(BM_softmax<65536, true>)->Args({4096, 50257, 32})->Args({4096, 50257, 16})
+    ->UseManualTime()->Unit(benchmark::kMicrosecond)->Iterations(1);
+// A row over a thread-block cluster, read once: {rows, cols, warps}. Slower
+// than the two sweeps (0.71-1.09 TB/s on an H100 against 1.69; bench/README.md).
+BENCHMARK(BM_softmax_cluster<8192, 7>)->Args({4096, 50257, 8})->Args({4096, 50257, 16})
+    ->UseManualTime()->Unit(benchmark::kMicrosecond)->Iterations(1);
+BENCHMARK(BM_softmax_cluster<16384, 4>)->Args({4096, 50257, 16})->Args({4096, 50257, 32})
+    ->UseManualTime()->Unit(benchmark::kMicrosecond)->Iterations(1);
+BENCHMARK(BM_softmax_cluster<8192, 8>)->Args({4096, 50257, 8})->Args({4096, 50257, 16})
+    ->UseManualTime()->Unit(benchmark::kMicrosecond)->Iterations(1);
+BENCHMARK(BM_softmax_cluster<2048, 3>)->Args({8192, 4096, 4})->Args({8192, 4096, 8})
     ->UseManualTime()->Unit(benchmark::kMicrosecond)->Iterations(1);
 // Wide rows a row at a time: {rows, cols, warps, programs an SM}.
 BENCHMARK(BM_softmax_wide<2048>)->Args({4096, 50257, 8, 1})->Args({4096, 50257, 8, 2})->Args({4096, 50257, 8, 4})

@@ -393,6 +393,13 @@ V reduce(RedOp op, V v, int axis) {
                                      axis));
 }
 
+V cluster_reduce(RedOp op, V v, int size) {
+  kiln::ReduceKind kind = op == RedOp::Sum   ? kiln::ReduceKind::Sum
+                          : op == RedOp::Max ? kiln::ReduceKind::Max
+                                             : kiln::ReduceKind::Min;
+  return wrap(kiln::ClusterReduceOp::create(b(), loc(), kind, val(v), uint32_t(size)));
+}
+
 V argmax(V v, int axis) {
   Value x = val(v);
   auto src = cast<RankedTensorType>(x.getType());

@@ -288,6 +288,14 @@ LogicalResult convertKernel(func::FuncOp f, int threads) {
   // A kernel that waits on the grids before it is launched as their
   // programmatic dependent (kiln_dependent_launch).
   bool dependent = f.walk([](kiln::GridDependencyWaitOp) { return WalkResult::interrupt(); }).wasInterrupted();
+  // A kernel that exchanges values in a cluster runs in clusters of that
+  // many programs along x (the verifier checked they all name one size).
+  uint32_t clusterSize = 0;
+  f.walk([&](kiln::ClusterReduceOp op) { clusterSize = op.getSize(); });
+  if (clusterSize && (virtualGrid || producer))
+    return f.emitError("kiln.cluster_reduce in a persistent kernel or one with producer warps is not supported");
+  if (clusterSize)
+    gpuFunc->setAttr(kClusterDimName, b.getI32IntegerAttr(int32_t(clusterSize)));
   if (threads + producerThreads > 1024)
     return f.emitError("kernel needs ") << threads + producerThreads << " threads per program (limit 1024)";
   gpuFunc.setKnownBlockSizeAttr(DenseI32ArrayAttr::get(ctx, {threads + producerThreads, 1, 1}));
@@ -427,6 +435,8 @@ LogicalResult convertKernel(func::FuncOp f, int threads) {
     global(kVirtualGridName, int32_t(virtualGrid.getInt()));
   if (dependent)
     global(kDependentLaunchName, 1);
+  if (clusterSize)
+    global(kClusterSizeName, int32_t(clusterSize));
   if (state.smemBytes > 0) {
     b.setInsertionPointToStart(gpuModule.getBody());
     // extern __shared__, sized at launch from kiln_smem_bytes.
@@ -471,6 +481,15 @@ struct ConvertKilnToGpuPass : kiln::impl::ConvertKilnToGpuBase<ConvertKilnToGpuP
         });
       for (Operation *op : dependency)
         op->erase();
+      // Thread-block clusters need sm_90 too, and have no substitute.
+      for (func::FuncOp f : kernels) {
+        auto cluster = f.walk([](kiln::ClusterReduceOp op) {
+          op.emitError("kiln.cluster_reduce needs thread-block clusters (sm_90 or newer)");
+          return WalkResult::interrupt();
+        });
+        if (cluster.wasInterrupted())
+          return signalPassFailure();
+      }
     }
     for (func::FuncOp f : kernels)
       if (failed(convertKernel(f, numWarps * 32)))

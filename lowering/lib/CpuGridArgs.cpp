@@ -1,6 +1,7 @@
 //===- CpuGridArgs.cpp - program ids as kernel arguments on the CPU -------===//
 #include "kiln/Lowering/Passes.h"
 
+#include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 
 namespace kiln {
@@ -24,6 +25,18 @@ struct KilnCpuGridArgsPass : kiln::impl::KilnCpuGridArgsBase<KilnCpuGridArgsPass
       SmallVector<Location> locs(6, func.getLoc());
       if (failed(func.insertArguments(positions, types, attrs, locs)))
         return signalPassFailure();
+      // A kernel that exchanges values in clusters tells the launcher their
+      // size through a function of its object, kiln_cluster_size().
+      uint32_t clusterSize = 0;
+      func.walk([&](kiln::ClusterReduceOp op) { clusterSize = op.getSize(); });
+      if (clusterSize && !getOperation().lookupSymbol("kiln_cluster_size")) {
+        OpBuilder b(&getContext());
+        b.setInsertionPointToEnd(getOperation().getBody());
+        auto size = func::FuncOp::create(b, func.getLoc(), "kiln_cluster_size", b.getFunctionType({}, {i32}));
+        b.setInsertionPointToStart(size.addEntryBlock());
+        Value c = arith::ConstantOp::create(b, func.getLoc(), b.getI32IntegerAttr(int32_t(clusterSize)));
+        func::ReturnOp::create(b, func.getLoc(), c);
+      }
       func.walk([&](Operation *op) {
         if (auto pid = dyn_cast<kiln::ProgramIdOp>(op)) {
           pid.replaceAllUsesWith(func.getArgument(first + pid.getAxis()));

@@ -63,6 +63,11 @@ inline constexpr const char *kVirtualGridName = "kiln_virtual_grid";
 /// A global present (= 1) when the kernel contains kiln.grid_dependency_wait:
 /// the runtime launches it as a programmatic dependent launch.
 inline constexpr const char *kDependentLaunchName = "kiln_dependent_launch";
+/// A global holding the cluster size (programs along x) of a kernel with
+/// kiln.cluster_reduce, which the runtime checks launches against.
+inline constexpr const char *kClusterSizeName = "kiln_cluster_size";
+/// The gpu.func attribute that becomes the kernel's .reqnctapercluster.
+inline constexpr const char *kClusterDimName = "kiln.cluster_dim";
 /// The gpu.func attribute giving a kernel's registers per thread at launch
 /// (PTX .maxnreg), set when its warps trade registers (setmaxnreg).
 inline constexpr const char *kMaxRegistersName = "kiln.maxnreg";
@@ -866,6 +871,7 @@ public:
   /// memory access, like a compiler fence) and griddepcontrol.launch_dependents.
   LogicalResult emitGridDependencyWait(kiln::GridDependencyWaitOp op);
   LogicalResult emitLaunchDependents(kiln::LaunchDependentsOp op);
+  LogicalResult emitClusterReduce(kiln::ClusterReduceOp op);
   /// kiln.prefetch: prefetch.global.L2 of each element this thread owns
   /// (predicated on the mask), no result, nothing waits for it.
   LogicalResult emitPrefetch(kiln::PrefetchOp op);

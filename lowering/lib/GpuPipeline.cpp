@@ -70,6 +70,12 @@ bool kiln::translateToPtx(ModuleOp module, StringRef chip, StringRef cudaPath, s
       f->setAttr(NVVM::NVVMDialect::getMaxnregAttrName(), regs);
       f->removeAttr("kiln.maxnreg");
     }
+    if (auto cluster = f->getAttrOfType<IntegerAttr>("kiln.cluster_dim")) {
+      // .reqnctapercluster: launched in clusters of that many programs along x.
+      f->setAttr(NVVM::NVVMDialect::getClusterDimAttrName(),
+                 DenseI32ArrayAttr::get(f.getContext(), {int32_t(cluster.getInt()), 1, 1}));
+      f->removeAttr("kiln.cluster_dim");
+    }
     auto args = f->getAttrOfType<DenseI32ArrayAttr>("kiln.tensormap_args");
     if (!args)
       return;

@@ -469,6 +469,51 @@ LogicalResult Emitter::emitLaunchDependents(kiln::LaunchDependentsOp) {
   return success();
 }
 
+LogicalResult Emitter::emitClusterReduce(kiln::ClusterReduceOp op) {
+  if (state.producerThreads)
+    return op.emitError("convert-kiln-to-gpu: kiln.cluster_reduce in a kernel with producer warps");
+  Value v = raw(op.getValue())[0];
+  // Thread 0 publishes the program's value in its shared memory, once
+  // every thread has left the scratch area's previous use.
+  barrier();
+  reserveSmem(4);
+  onlyIf(isZero(tid), [&] { storeSmem(0, i32(0), v); });
+  // Every program's value published (release by each thread, acquire
+  // before the reads below): the cluster barrier also orders the program's
+  // own threads.
+  auto clusterBarrier = [&] {
+    inlinePtx(b, loc, {}, "barrier.cluster.arrive.release.aligned;", "~{memory}");
+    inlinePtx(b, loc, {}, "barrier.cluster.wait.acquire.aligned;", "~{memory}");
+  };
+  clusterBarrier();
+  Value own = LLVM::PtrToIntOp::create(b, loc, b.getI32Type(), smemAddr(0, i32(0), b.getF32Type()));
+  // Each thread reads the cluster's values, all loads in flight at once,
+  // and combines them in rank order, so that every program gets the same
+  // bits.
+  SmallVector<Value> all;
+  for (uint32_t rank = 0; rank < op.getSize(); ++rank) {
+    auto remote = LLVM::InlineAsmOp::create(b, loc, b.getI32Type(), ValueRange{own, i32(rank)},
+                                            "mapa.shared::cluster.u32 $0, $1, $2;", "=r,r,r",
+                                            /*has_side_effects=*/false, /*is_align_stack=*/false,
+                                            LLVM::tailcallkind::TailCallKind::None, LLVM::AsmDialectAttr(),
+                                            ArrayAttr());
+    auto load = LLVM::InlineAsmOp::create(b, loc, b.getF32Type(), ValueRange{remote.getResult(0)},
+                                          "ld.shared::cluster.f32 $0, [$1];", "=f,r,~{memory}",
+                                          /*has_side_effects=*/true, /*is_align_stack=*/false,
+                                          LLVM::tailcallkind::TailCallKind::None, LLVM::AsmDialectAttr(),
+                                          ArrayAttr());
+    all.push_back(load.getResult(0));
+  }
+  Value x = all.front();
+  for (Value y : ArrayRef<Value>(all).drop_front())
+    x = combine(op.getKind(), x, y);
+  // No program overwrites its value (a later exchange) or exits, ending
+  // its shared memory, before the whole cluster has read it.
+  clusterBarrier();
+  values[op] = {x};
+  return success();
+}
+
 LogicalResult Emitter::emitMBarrierInit(kiln::MBarrierInitOp op) {
   auto ring = cast<kiln::SharedType>(op.getBarriers().getType());
   onlyIf(isZero(state.entryTid), [&] {
@@ -584,6 +629,7 @@ void populateLoadStoreToGpuPatterns(const TypeConverter &converter, LoweringStat
   addPattern<kiln::GridDependencyWaitOp, &Emitter::emitGridDependencyWait>(patterns, converter, state);
   addPattern<kiln::LaunchDependentsOp, &Emitter::emitLaunchDependents>(patterns, converter, state);
   addPattern<kiln::PrefetchOp, &Emitter::emitPrefetch>(patterns, converter, state);
+  addPattern<kiln::ClusterReduceOp, &Emitter::emitClusterReduce>(patterns, converter, state);
   addPattern<kiln::MBarrierInitOp, &Emitter::emitMBarrierInit>(patterns, converter, state);
   addPattern<kiln::MBarrierArriveOp, &Emitter::emitMBarrierArrive>(patterns, converter, state);
   addPattern<kiln::MBarrierWaitOp, &Emitter::emitMBarrierWait>(patterns, converter, state);

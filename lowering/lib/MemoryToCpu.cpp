@@ -114,6 +114,19 @@ struct StoreLowering : OpConversionPattern<kiln::StoreOp> {
   }
 };
 
+/// Replaces `op` with a call to the runtime function `name` of type `type`
+/// (declared once per module).
+void replaceWithRuntimeCall(Operation *op, ConversionPatternRewriter &rewriter, StringRef name,
+                            FunctionType type, ValueRange args) {
+  auto module = op->getParentOfType<ModuleOp>();
+  if (!module.lookupSymbol<func::FuncOp>(name)) {
+    OpBuilder::InsertionGuard guard(rewriter);
+    rewriter.setInsertionPointToStart(module.getBody());
+    func::FuncOp::create(rewriter, op->getLoc(), name, type).setPrivate();
+  }
+  rewriter.replaceOpWithNewOp<func::CallOp>(op, name, type.getResults(), args);
+}
+
 /// Programs run on several host threads: a call to the runtime's
 /// sequentially consistent `kiln_atomic_add_i32(address, value)` (an
 /// llvm.atomicrmw here would stop buffer deallocation, which needs to know
@@ -122,18 +135,25 @@ struct AtomicAddLowering : OpConversionPattern<kiln::AtomicAddOp> {
   using OpConversionPattern::OpConversionPattern;
   LogicalResult matchAndRewrite(kiln::AtomicAddOp op, OpAdaptor adaptor,
                                 ConversionPatternRewriter &rewriter) const override {
-    constexpr const char *kName = "kiln_atomic_add_i32";
-    auto module = op->getParentOfType<ModuleOp>();
-    auto type = rewriter.getFunctionType({rewriter.getI64Type(), rewriter.getI32Type()},
-                                         {rewriter.getI32Type()});
-    if (!module.lookupSymbol<func::FuncOp>(kName)) {
-      OpBuilder::InsertionGuard guard(rewriter);
-      rewriter.setInsertionPointToStart(module.getBody());
-      auto decl = func::FuncOp::create(rewriter, op.getLoc(), kName, type);
-      decl.setPrivate();
-    }
-    rewriter.replaceOpWithNewOp<func::CallOp>(op, kName, TypeRange{rewriter.getI32Type()},
-                                              ValueRange{adaptor.getPtr(), adaptor.getValue()});
+    Type i32 = rewriter.getI32Type();
+    replaceWithRuntimeCall(op, rewriter, "kiln_atomic_add_i32",
+                           rewriter.getFunctionType({rewriter.getI64Type(), i32}, {i32}),
+                           {adaptor.getPtr(), adaptor.getValue()});
+    return success();
+  }
+};
+
+/// The programs of a cluster run on threads of their own (see
+/// CpuExecutable): a call to the runtime's `kiln_cluster_reduce_f32(kind,
+/// value)`, which meets the cluster's other threads at a barrier.
+struct ClusterReduceLowering : OpConversionPattern<kiln::ClusterReduceOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult matchAndRewrite(kiln::ClusterReduceOp op, OpAdaptor adaptor,
+                                ConversionPatternRewriter &rewriter) const override {
+    Type f32 = rewriter.getF32Type(), i32 = rewriter.getI32Type();
+    Value kind = arith::ConstantOp::create(rewriter, op.getLoc(), rewriter.getI32IntegerAttr(int32_t(op.getKind())));
+    replaceWithRuntimeCall(op, rewriter, "kiln_cluster_reduce_f32", rewriter.getFunctionType({i32, f32}, {f32}),
+                           {kind, adaptor.getValue()});
     return success();
   }
 };
@@ -152,7 +172,7 @@ template <class Op> struct EraseGridDependency : OpConversionPattern<Op> {
 } // namespace
 
 void kiln::populateMemoryToCpuPatterns(CpuTypeConverter &converter, RewritePatternSet &patterns) {
-  patterns.add<AddPtrLowering, LoadLowering, StoreLowering, AtomicAddLowering,
+  patterns.add<AddPtrLowering, LoadLowering, StoreLowering, AtomicAddLowering, ClusterReduceLowering,
                EraseGridDependency<kiln::GridDependencyWaitOp>, EraseGridDependency<kiln::LaunchDependentsOp>,
                EraseGridDependency<kiln::PrefetchOp>>(
       converter, patterns.getContext());

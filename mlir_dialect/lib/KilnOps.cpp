@@ -4,6 +4,7 @@
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinAttributes.h"
 #include "mlir/IR/Matchers.h"
+#include "mlir/Interfaces/FunctionInterfaces.h"
 
 using namespace mlir;
 using namespace kiln;
@@ -309,6 +310,23 @@ static LogicalResult verifyReduction(Operation *op, RankedTensorType src, int64_
 LogicalResult ReduceOp::verify() {
   auto src = getSrc().getType();
   return verifyReduction(*this, src, getAxis(), getType(), src.getElementType());
+}
+
+LogicalResult ClusterReduceOp::verify() {
+  // One kernel, one cluster shape: every cluster_reduce of the enclosing
+  // function names the size of its first.
+  auto func = (*this)->getParentOfType<FunctionOpInterface>();
+  if (!func)
+    return success();
+  uint32_t first = 0;
+  func->walk([&](ClusterReduceOp op) {
+    first = op.getSize();
+    return WalkResult::interrupt();
+  });
+  if (getSize() != first)
+    return emitOpError("cluster size ") << getSize() << " differs from another kiln.cluster_reduce of the same kernel ("
+                                        << first << ")";
+  return success();
 }
 
 LogicalResult ArgMaxOp::verify() {

@@ -10,6 +10,10 @@
 #include "llvm/Support/TargetSelect.h"
 
 #include <algorithm>
+#include <atomic>
+#include <barrier>
+#include <cmath>
+#include <thread>
 #include <cstring>
 #include <mutex>
 #include <vector>
@@ -45,6 +49,41 @@ extern "C" int32_t kiln_atomic_add_i32(int64_t address, int32_t value) {
   return __atomic_fetch_add(reinterpret_cast<int32_t *>(address), value, __ATOMIC_SEQ_CST);
 }
 
+// kiln.cluster_reduce on the CPU: the programs of a cluster run on
+// threads of their own, which meet at a barrier to exchange their values.
+struct ClusterExchange {
+  explicit ClusterExchange(int size) : size(size), meet(size) {}
+  int size;
+  std::barrier<> meet;
+  float values[8] = {};
+};
+thread_local ClusterExchange *tlsCluster = nullptr;
+thread_local int tlsRank = 0;
+thread_local uint64_t tlsExchanges = 0;
+
+extern "C" float kiln_cluster_reduce_f32(int32_t kind, float value) {
+  ClusterExchange *c = tlsCluster;
+  if (!c) // launched without clusters (not through CpuExecutable): a cluster of one
+    return value;
+  ++tlsExchanges;
+  c->values[tlsRank] = value;
+  c->meet.arrive_and_wait();
+  // In rank order, as on the GPU; max and min propagate NaN like
+  // arith.maximumf / arith.minimumf.
+  float x = c->values[0];
+  for (int r = 1; r < c->size; ++r) {
+    float y = c->values[r];
+    if (kind == 0)
+      x = x + y;
+    else if (std::isnan(x) || std::isnan(y))
+      x = std::numeric_limits<float>::quiet_NaN();
+    else
+      x = kind == 1 ? std::max(x, y) : std::min(x, y);
+  }
+  c->meet.arrive_and_wait(); // everyone has read before anyone writes again
+  return x;
+}
+
 /// The host functions kernels may call, by name.
 llvm::orc::SymbolMap runtimeSymbols(llvm::orc::MangleAndInterner &interner) {
   llvm::orc::SymbolMap map;
@@ -57,6 +96,7 @@ llvm::orc::SymbolMap runtimeSymbols(llvm::orc::MangleAndInterner &interner) {
   add("__truncsfbf2", reinterpret_cast<void *>(&kiln_truncsfbf2));
   add("__truncdfbf2", reinterpret_cast<void *>(&kiln_truncdfbf2));
   add("kiln_atomic_add_i32", reinterpret_cast<void *>(&kiln_atomic_add_i32));
+  add("kiln_cluster_reduce_f32", reinterpret_cast<void *>(&kiln_cluster_reduce_f32));
   return map;
 }
 
@@ -133,6 +173,10 @@ CpuExecutable::CpuExecutable(const std::string &object, const std::string &name)
   if (!entry)
     throw fail(entry.takeError());
   entry_ = entry->toPtr<void (*)(void **)>();
+  if (auto size = jit_->lookup("kiln_cluster_size"))
+    clusterSize_ = size->toPtr<int32_t (*)()>()();
+  else
+    llvm::consumeError(size.takeError());
 }
 
 CpuExecutable::~CpuExecutable() = default;
@@ -142,6 +186,12 @@ void CpuExecutable::launch(const Grid &grid, std::span<const Param> params,
   std::vector<Slot> slots;
   for (std::size_t i = 0; i < params.size(); ++i)
     slots.push_back(toSlot(params[i], args[i]));
+  if (clusterSize_ > 1) {
+    std::vector<void *> argPtrs;
+    for (Slot &s : slots)
+      argPtrs.push_back(&s);
+    return launchClusters(grid, argPtrs);
+  }
   const uint64_t total = uint64_t(grid.x) * grid.y * grid.z;
   const unsigned workers = unsigned(std::min<uint64_t>(total, detail::pool_width()));
 
@@ -161,6 +211,55 @@ void CpuExecutable::launch(const Grid &grid, std::span<const Param> params,
     }
   };
   detail::parallel_for_each(workers, work);
+}
+
+void CpuExecutable::launchClusters(const Grid &grid, std::vector<void *> &argPtrs) const {
+  const unsigned size = unsigned(clusterSize_);
+  if (grid.x % size != 0)
+    throw Error("kiln: kernel runs in clusters of " + std::to_string(size) +
+                " programs along x; its grid's x (" + std::to_string(grid.x) + ") must be a multiple of " +
+                std::to_string(size));
+  const uint64_t clusters = uint64_t(grid.x / size) * grid.y * grid.z;
+  const unsigned workers = unsigned(std::min<uint64_t>(clusters, detail::pool_width()));
+  std::atomic<bool> uneven{false};
+  // Each worker runs its clusters one after another, a thread per rank; the
+  // threads of a rank leave the barrier when done, so that programs whose
+  // exchanges do not pair up give an error instead of a hang.
+  auto work = [&](unsigned worker) {
+    ClusterExchange exchange{static_cast<int>(size)};
+    std::vector<uint64_t> exchanges(size);
+    auto rank = [&](unsigned r) {
+      tlsCluster = &exchange;
+      tlsRank = int(r);
+      tlsExchanges = 0;
+      std::vector<void *> packed = argPtrs;
+      int32_t gridArgs[6] = {0, 0, 0, int32_t(grid.x), int32_t(grid.y), int32_t(grid.z)};
+      for (int32_t &g : gridArgs)
+        packed.push_back(&g);
+      const uint64_t perRow = grid.x / size;
+      for (uint64_t c = worker; c < clusters; c += workers) {
+        gridArgs[0] = int32_t((c % perRow) * size + r);
+        gridArgs[1] = int32_t((c / perRow) % grid.y);
+        gridArgs[2] = int32_t(c / (perRow * grid.y));
+        entry_(packed.data());
+      }
+      exchanges[r] = tlsExchanges;
+      tlsCluster = nullptr;
+      exchange.meet.arrive_and_drop();
+    };
+    std::vector<std::thread> threads;
+    for (unsigned r = 1; r < size; ++r)
+      threads.emplace_back(rank, r);
+    rank(0);
+    for (std::thread &t : threads)
+      t.join();
+    if (std::adjacent_find(exchanges.begin(), exchanges.end(), std::not_equal_to<>()) != exchanges.end())
+      uneven = true;
+  };
+  detail::parallel_for_each(workers, work);
+  if (uneven)
+    throw Error("kiln: the programs of a cluster made different numbers of cluster reductions "
+                "(every program of a cluster must reach each cluster_sum/max/min)");
 }
 
 } // namespace kiln

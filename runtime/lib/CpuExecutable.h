@@ -6,6 +6,7 @@
 #include <memory>
 #include <span>
 #include <string>
+#include <vector>
 
 namespace llvm::orc {
 class LLJIT;
@@ -26,8 +27,14 @@ public:
               std::span<const KernelArg> args) const;
 
 private:
+  /// Runs the programs of a kernel with kiln.cluster_reduce: each cluster's
+  /// programs at once, on threads of their own.
+  void launchClusters(const Grid &grid, std::vector<void *> &argPtrs) const;
+
   std::unique_ptr<llvm::orc::LLJIT> jit_;
   void (*entry_)(void **) = nullptr;
+  /// Programs of a cluster along x (kiln_cluster_size(); 1: no clusters).
+  int clusterSize_ = 1;
 };
 
 } // namespace kiln

@@ -390,6 +390,9 @@ struct GpuExecutable::State {
   /// launched as their programmatic dependent, unless
   /// KILN_DEPENDENT_LAUNCH=0 asks for ordinary launches.
   bool dependent = false;
+  /// Programs a thread-block cluster holds along x (the kernel's
+  /// .reqnctapercluster; 1: no clusters).
+  int clusterSize = 1;
 };
 
 namespace {
@@ -464,6 +467,7 @@ GpuExecutable::GpuExecutable(std::string ptx, std::string name, int threads)
   }();
   state_->dependent = allowed && recordedOr(ptx_, "kiln_dependent_launch", 0) == 1;
   state_->encoded.resize(state_->maps.size());
+  state_->clusterSize = recordedOr(ptx_, "kiln_cluster_size", 1);
 }
 
 bool GpuExecutable::uses_tma() const { return !state_->maps.empty(); }
@@ -548,6 +552,10 @@ bool GpuExecutable::launch(const Grid &grid, std::span<const Param> params,
     float f32;
     double f64;
   };
+  if (state_->clusterSize > 1 && grid.x % unsigned(state_->clusterSize) != 0)
+    throw Error("kiln: kernel '" + name_ + "' runs in clusters of " + std::to_string(state_->clusterSize) +
+                " programs along x; its grid's x (" + std::to_string(grid.x) + ") must be a multiple of " +
+                std::to_string(state_->clusterSize));
   // A persistent kernel gets the grid it was launched for as arguments and
   // runs on as many programs as fit at once.
   bool persistent = state_->virtualGrid >= 0;

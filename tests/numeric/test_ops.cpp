@@ -80,6 +80,7 @@ TEST_CASE_TEMPLATE("softmax matches the reference", T, float, half) {
   auto one_pass = compile<ops::Softmax<D, 512, true>>(kCpu);
   auto by_rows = compile<ops::SoftmaxRows<D, 4, 512>>(kCpu);
   auto wide = compile<ops::SoftmaxWide<D, 128>>(kCpu);
+  auto cluster = compile<ops::SoftmaxCluster<D, 128, 8>>(kCpu);
   for (auto [rows, cols] : {std::pair{1, 1}, {3, 100}, {4, 128}, {5, 300}, {2, 512}, {7, 1000}, {3, 1001}}) {
     CAPTURE(rows);
     CAPTURE(cols);
@@ -100,19 +101,12 @@ TEST_CASE_TEMPLATE("softmax matches the reference", T, float, half) {
       wide.launch(Grid(programs), dx(), dyw(), rows, cols, cols, cols);
       check(dyw.fetch(), want, tol, tol);
     }
-    if (cols <= 512) {
-      one_pass.launch(Grid(rows), dx(), dy2(), cols, cols, cols);
-      check(dy2.fetch(), want, tol, tol);
-      // Several rows a program: one program for everything, two taking
-      // turns, one per block of rows.
-      for (int programs : {1, 2, int(ceil_div(rows, 4))}) {
-        CAPTURE(programs);
-        std::vector<T> y3(x.size(), T(-1.0f));
-        Mem dy3(y3);
-        by_rows.launch(Grid(programs), dx(), dy3(), rows, cols, cols, cols);
-        check(dy3.fetch(), want, tol, tol);
-      }
-    }
+    // A row over a cluster of 8 programs.
+    REQUIRE(ops::softmax_cluster_fits<D, 128, 8>(cols));
+    std::vector<T> yc(x.size(), T(-1.0f));
+    Mem dyc(yc);
+    cluster.launch(Grid(rows * 8), dx(), dyc(), cols, cols, cols);
+    check(dyc.fetch(), want, tol, tol);
   }
 }
 
@@ -124,13 +118,15 @@ TEST_CASE_TEMPLATE("softmax of rows with their own strides", T, float, half) {
   auto looped = compile<ops::Softmax<D, 64>>(kCpu);
   auto by_rows = compile<ops::SoftmaxRows<D, 2, 256>>(kCpu);
   auto wide = compile<ops::SoftmaxWide<D, 64>>(kCpu);
+  auto cluster = compile<ops::SoftmaxCluster<D, 64, 4>>(kCpu);
   const int rows = 9, cols = 201, xs = 211, ys = 203;
+  REQUIRE(ops::softmax_cluster_fits<D, 64, 4>(cols));
   auto x = test::random_vector<T>(std::size_t(rows) * xs, 7, -8, 8);
   std::vector<T> packed;
   for (int r = 0; r < rows; ++r)
     packed.insert(packed.end(), x.begin() + r * xs, x.begin() + r * xs + cols);
   auto want = ref::softmax(packed, rows, cols);
-  for (int variant = 0; variant < 3; ++variant) {
+  for (int variant = 0; variant < 4; ++variant) {
     CAPTURE(variant);
     std::vector<T> y(std::size_t(rows) * ys, T(-1.0f));
     Mem dx(x);
@@ -139,8 +135,10 @@ TEST_CASE_TEMPLATE("softmax of rows with their own strides", T, float, half) {
       looped.launch(Grid(rows), dx(), dy(), cols, xs, ys);
     else if (variant == 1)
       by_rows.launch(Grid(3), dx(), dy(), rows, cols, xs, ys);
-    else
+    else if (variant == 2)
       wide.launch(Grid(4), dx(), dy(), rows, cols, xs, ys);
+    else
+      cluster.launch(Grid(rows * 4), dx(), dy(), cols, xs, ys);
     auto got = dy.fetch();
     std::vector<T> inside;
     for (int r = 0; r < rows; ++r) {
@@ -160,6 +158,7 @@ TEST_CASE_TEMPLATE("softmax of non-finite rows is PyTorch's", T, float, half) {
   auto one_pass = compile<ops::Softmax<D, 128, true>>(kCpu);
   auto by_rows = compile<ops::SoftmaxRows<D, 2, 128>>(kCpu);
   auto wide = compile<ops::SoftmaxWide<D, 32>>(kCpu);
+  auto cluster = compile<ops::SoftmaxCluster<D, 32, 4>>(kCpu);
   const int cols = 100;
   const float inf = INFINITY, nan = NAN;
   std::vector<std::vector<float>> rows = {
@@ -209,6 +208,73 @@ TEST_CASE_TEMPLATE("softmax of non-finite rows is PyTorch's", T, float, half) {
   Mem dy4(y4);
   wide.launch(Grid(2), dx(), dy4(), R, cols, cols, cols);
   check(dy4.fetch(), want, tol, tol);
+  std::vector<T> y5(x.size(), T(-1.0f));
+  Mem dy5(y5);
+  cluster.launch(Grid(R * 4), dx(), dy5(), cols, cols, cols);
+  check(dy5.fetch(), want, tol, tol);
+}
+
+namespace {
+/// Each program of a cluster of 4 gives a value of its own; out[p] gets
+/// the cluster's sum, max and min of them, and the sum again after a
+/// second round (exchanges reuse their storage).
+struct ClusterValues {
+  void operator()(Ptr<f32> out) const {
+    auto p = program_id(0);
+    F32 v = cast<f32>(p) * 0.5f - 3.0f;
+    auto s = cluster_sum<4>(v);
+    auto m = cluster_max<4>(v);
+    auto n = cluster_min<4>(v);
+    auto again = cluster_sum<4>(s + v);
+    store(out + p * 4, s);
+    store(out + p * 4 + 1, m);
+    store(out + p * 4 + 2, n);
+    store(out + p * 4 + 3, again);
+  }
+};
+/// The second program of each cluster makes one exchange more than the
+/// first: not allowed.
+struct ClusterUneven {
+  void operator()(Ptr<f32> out) const {
+    auto p = program_id(0);
+    for_range(I32(0), p % 2 + 1, I32(1), [&](I32) { store(out + p, cluster_sum<2>(F32(1.0f))); });
+  }
+};
+} // namespace
+
+TEST_CASE("cluster reductions combine the values of a cluster's programs") {
+  auto k = compile<ClusterValues>(kCpu);
+  const int programs = 12;
+  std::vector<float> out(programs * 4, -1.0f);
+  Mem dout(out);
+  k.launch(Grid(programs), dout());
+  auto got = dout.fetch();
+  for (int p = 0; p < programs; ++p) {
+    CAPTURE(p);
+    int first = p / 4 * 4;
+    float s = 0, m = -INFINITY, n = INFINITY;
+    for (int q = first; q < first + 4; ++q) {
+      float v = float(q) * 0.5f - 3.0f;
+      s += v, m = std::max(m, v), n = std::min(n, v);
+    }
+    float again = 0;
+    for (int q = first; q < first + 4; ++q)
+      again += s + (float(q) * 0.5f - 3.0f);
+    CHECK(got[std::size_t(p * 4)] == s);
+    CHECK(got[std::size_t(p * 4 + 1)] == m);
+    CHECK(got[std::size_t(p * 4 + 2)] == n);
+    CHECK(got[std::size_t(p * 4 + 3)] == again);
+  }
+  // The grid's x must be a multiple of the cluster size.
+  CHECK_THROWS_WITH_AS(k.launch(Grid(6), dout()), doctest::Contains("must be a multiple of 4"), Error);
+  // On the CPU, programs whose exchanges do not pair up are an error, not a
+  // hang (on the GPU they are undefined: every program must reach them).
+  if (!kGpu) {
+    auto uneven = compile<ClusterUneven>(kCpu);
+    std::vector<float> o(4, 0.0f);
+    CHECK_THROWS_WITH_AS(uneven.launch(Grid(4), o.data()), doctest::Contains("different numbers of cluster reductions"),
+                         Error);
+  }
 }
 
 TEST_CASE_TEMPLATE("layernorm matches the reference", T, float, half) {

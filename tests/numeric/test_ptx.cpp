@@ -110,6 +110,37 @@ TEST_CASE("softmax") {
   CHECK(wide.find("st.global.v4.b32") != std::string::npos);
   CHECK(spill_stores(wide, "softmax_wide") == 0);
 }
+TEST_CASE("softmax over a thread-block cluster") {
+  // A 50257-wide f16 row over 4 programs of 16 warps (16384 columns each,
+  // 32 a thread): clusters of 4
+  // (.reqnctapercluster, and the size the launcher checks), 16-byte
+  // accesses, the maximum and the sum each exchanged through distributed
+  // shared memory between two cluster barriers, and no spills.
+  CompileOptions sixteen;
+  sixteen.num_warps = 16;
+  auto k = compile<ops::SoftmaxCluster<f16, 16384, 4>>(Target::cuda("sm_90a"), sixteen);
+  const std::string &ptx = k.ir(Stage::Ptx);
+  CHECK(ptxas(ptx, "sm_90a", k.name()) == 0);
+  CHECK(ptx.find(".reqnctapercluster 4, 1, 1") != std::string::npos);
+  CHECK(ptx.find("kiln_cluster_size = 4") != std::string::npos);
+  CHECK(ptx.find("ld.global.v4.b32") != std::string::npos);
+  CHECK(ptx.find("st.global.v4.b32") != std::string::npos);
+  auto count = [&](const std::string &what) {
+    std::size_t n = 0;
+    for (std::size_t at = ptx.find(what); at != std::string::npos; at = ptx.find(what, at + 1))
+      ++n;
+    return n;
+  };
+  CHECK(count("barrier.cluster.arrive.release.aligned") == 4);
+  CHECK(count("barrier.cluster.wait.acquire.aligned") == 4);
+  CHECK(count("mapa.shared::cluster.u32") >= 4); // the same addresses in both exchanges
+  CHECK(count("ld.shared::cluster.f32") == 8);
+  CHECK(spill_stores(ptx, "softmax_cluster") == 0);
+  // Clusters need sm_90.
+  using Small = ops::SoftmaxCluster<f16, 1024, 2>;
+  CHECK_THROWS_WITH_AS(compile<Small>(Target::cuda("sm_80")),
+                       doctest::Contains("thread-block clusters (sm_90 or newer)"), Error);
+}
 TEST_CASE("layernorm") {
   check_kernel<ops::LayerNorm<f16, 1024>>();
   check_kernel<ops::LayerNorm<f16, 1024, true>>();

@@ -58,7 +58,7 @@ template <class D> struct ModelImpl final : Model::Impl {
 
   std::set<std::pair<int64_t, int64_t>> configured; // row buckets configureFor has seen
   std::set<int64_t> configuredDecode;               // batch sizes configureDecode has seen
-  std::map<int64_t, cuda::Graph> graphs; // decode-step graphs by attention length bucket
+  std::map<int64_t, cuda::Graph> graphs; // decode-step graphs by tuned attention length bucket (0: untuned)
   std::string graphKey;                  // what they bake in besides the bucket
   std::unique_ptr<cuda::Stream> stream;
 
@@ -444,17 +444,24 @@ template <class D> struct ModelImpl final : Model::Impl {
       graphKey = key;
     }
     // Step s embeds the token at position lens[b] + s: at most longest + s + 1
-    // keys. Each attention length bucket has its own graph, captured when a
-    // step first reaches it.
+    // keys. Each attention length bucket with a tuned decode attention has
+    // its own graph, captured when a step first reaches it; the buckets
+    // without (which all run the heuristic kernel) share one.
     const nn::CausalSelfAttention<D> &attention = layers.front().attention();
+    auto graphFor = [&](int64_t keys) -> int64_t {
+      bool tuned = std::any_of(layers.begin(), layers.end(),
+                               [&](const auto &l) { return l.attention().decode_tuned(B, keys) != nullptr; });
+      return tuned ? attention.decode_bucket(keys) : 0;
+    };
     for (int64_t s = 0;; ++s) {
       int64_t keys = longest + s + 1;
       if (useGraph) {
-        int64_t bucket = attention.decode_bucket(keys);
+        int64_t bucket = graphFor(keys);
         auto g = graphs.find(bucket);
         if (g == graphs.end()) {
           g = graphs.emplace(bucket, cuda::Graph::capture(*stream, [&] { decodeStep(B, o, keys); })).first;
           info.decode_graph = true;
+          ++info.graph_captures;
         }
         g->second.replay(*stream);
         stream->synchronize();

@@ -165,3 +165,17 @@ func.func @test_prefetch(%w: !kiln.ptr<f16>) {
   kiln.prefetch %w : !kiln.ptr<f16>
   return
 }
+
+// -----
+
+// On the CPU a cluster reduction is a call into the runtime, which meets the
+// cluster's other programs (threads) at a barrier; the kind is its first
+// argument (sum 0, max 1, min 2).
+// CHECK: func.func private @kiln_cluster_reduce_f32(i32, f32) -> f32
+// CHECK-LABEL: func.func @test_cluster_reduce
+// CHECK: %[[K:.*]] = arith.constant 2 : i32
+// CHECK: call @kiln_cluster_reduce_f32(%[[K]], %{{.*}}) : (i32, f32) -> f32
+func.func @test_cluster_reduce(%x: f32) -> f32 attributes {kiln.kernel} {
+  %0 = kiln.cluster_reduce min %x size 2
+  return %0 : f32
+}

@@ -26,3 +26,16 @@ func.func @test_program_ids(%x: !kiln.ptr<f32>) attributes {kiln.kernel} {
 func.func @test_not_kernel(%x: i32) -> i32 {
   return %x : i32
 }
+
+// -----
+
+// A kernel with cluster reductions tells the launcher its cluster size.
+// CHECK-LABEL: func.func @test_cluster
+// CHECK: kiln.cluster_reduce max
+// CHECK-LABEL: func.func @kiln_cluster_size() -> i32
+// CHECK: %[[C:.*]] = arith.constant 8 : i32
+// CHECK: return %[[C]] : i32
+func.func @test_cluster(%x: f32) -> f32 attributes {kiln.kernel} {
+  %0 = kiln.cluster_reduce max %x size 8
+  return %0 : f32
+}

@@ -350,3 +350,36 @@ func.func @tma_copy_narrow_f32(%map: !kiln.tensormap, %ring: !kiln.shared<2x64x1
   kiln.async_tma_copy %map[%i, %i], %ring[%i], %bars[%i] : !kiln.shared<2x64x16xf32>, !kiln.shared<2x1xi64>
   return
 }
+
+// -----
+
+func.func @cluster_of_one(%x: f32) -> f32 attributes {kiln.kernel} {
+  // expected-error @+1 {{attribute 'size' failed to satisfy constraint}}
+  %0 = kiln.cluster_reduce sum %x size 1
+  return %0 : f32
+}
+
+// -----
+
+func.func @cluster_of_sixteen(%x: f32) -> f32 attributes {kiln.kernel} {
+  // expected-error @+1 {{attribute 'size' failed to satisfy constraint}}
+  %0 = kiln.cluster_reduce max %x size 16
+  return %0 : f32
+}
+
+// -----
+
+func.func @cluster_sizes_differ(%x: f32) -> f32 attributes {kiln.kernel} {
+  %0 = kiln.cluster_reduce max %x size 4
+  // expected-error @+1 {{cluster size 2 differs from another kiln.cluster_reduce of the same kernel (4)}}
+  %1 = kiln.cluster_reduce sum %0 size 2
+  return %1 : f32
+}
+
+// -----
+
+func.func @cluster_reduce_of_a_tile(%x: tensor<4xf32>) -> f32 attributes {kiln.kernel} {
+  // expected-error @+1 {{must be 32-bit float}}
+  %0 = "kiln.cluster_reduce"(%x) {kind = #kiln<reduce_kind sum>, size = 2 : i32} : (tensor<4xf32>) -> f32
+  return %0 : f32
+}

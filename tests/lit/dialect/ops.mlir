@@ -106,3 +106,12 @@ func.func @test_prefetch(%p: tensor<64x!kiln.ptr<f16>>, %m: tensor<64xi1>, %q: !
   kiln.prefetch %q : !kiln.ptr<f32>
   return
 }
+
+// CHECK-LABEL: func.func @test_cluster_reduce
+func.func @test_cluster_reduce(%x: f32) -> (f32, f32) attributes {kiln.kernel} {
+  // CHECK: kiln.cluster_reduce max %{{.*}} size 4
+  %0 = kiln.cluster_reduce max %x size 4
+  // CHECK: kiln.cluster_reduce sum %{{.*}} size 4
+  %1 = kiln.cluster_reduce sum %0 size 4
+  return %0, %1 : f32, f32
+}

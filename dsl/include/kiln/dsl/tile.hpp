@@ -519,6 +519,28 @@ template <int Axis = -1, class T, int... D> auto max(Tile<T, D...> a) {
 template <int Axis = -1, class T, int... D> auto min(Tile<T, D...> a) {
   return detail::reduced<Axis>(detail::RedOp::Min, a);
 }
+/// Thread-block clusters. A kernel that calls `cluster_sum<SIZE>`,
+/// `cluster_max<SIZE>` or `cluster_min<SIZE>` runs its programs in clusters
+/// of SIZE (2 to 8) consecutive program ids along axis 0: launch it on a
+/// grid whose x is a multiple of SIZE. Each program of a cluster gives a
+/// scalar and all of them get the same combination (in rank order), so a
+/// row split over a cluster's programs reduces in one exchange. Every
+/// program of a cluster must make the same calls in the same order (not
+/// under a condition that differs between them). On the GPU (sm_90 and
+/// newer) the values meet in the cluster's distributed shared memory; on
+/// the CPU the cluster's programs run on threads of their own.
+template <int SIZE> F32 cluster_sum(F32 v) {
+  static_assert(SIZE >= 2 && SIZE <= 8, "kiln::cluster_sum: a cluster holds 2 to 8 programs");
+  return F32(detail::cluster_reduce(detail::RedOp::Sum, v.v, SIZE));
+}
+template <int SIZE> F32 cluster_max(F32 v) {
+  static_assert(SIZE >= 2 && SIZE <= 8, "kiln::cluster_max: a cluster holds 2 to 8 programs");
+  return F32(detail::cluster_reduce(detail::RedOp::Max, v.v, SIZE));
+}
+template <int SIZE> F32 cluster_min(F32 v) {
+  static_assert(SIZE >= 2 && SIZE <= 8, "kiln::cluster_min: a cluster holds 2 to 8 programs");
+  return F32(detail::cluster_reduce(detail::RedOp::Min, v.v, SIZE));
+}
 /// Index (i32) of the first maximum along `Axis`.
 template <int Axis = -1, class T, int... D> auto argmax(Tile<T, D...> a) {
   static_assert(sizeof...(D) == 1 || Axis >= 0, "kiln::argmax: give the axis for rank > 1");

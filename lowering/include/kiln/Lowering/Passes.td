@@ -26,8 +26,11 @@ def KilnCpuGridArgs : Pass<"kiln-cpu-grid-args", "mlir::ModuleOp"> {
       ... uses of %pid0 ...
     }
     ```
+    A kernel with `kiln.cluster_reduce` also gets a function
+    `kiln_cluster_size() -> i32` returning its cluster size, from which the
+    launcher learns to run each cluster's programs on threads of their own.
   }];
-  let dependentDialects = ["::kiln::KilnDialect"];
+  let dependentDialects = ["::kiln::KilnDialect", "::mlir::arith::ArithDialect"];
 }
 
 def ConvertKilnToCpu : Pass<"convert-kiln-to-cpu", "mlir::ModuleOp"> {

@@ -597,6 +597,33 @@ def Kiln_ReduceOp : Kiln_Op<"reduce", [Pure]> {
   let hasVerifier = 1;
 }
 
+// Thread-block clusters (Hopper): programs that run at the same time on
+// neighbouring multiprocessors and can read each other's shared memory.
+
+def Kiln_ClusterReduceOp : Kiln_Op<"cluster_reduce"> {
+  let summary = "combine a scalar over the programs of a cluster";
+  let description = [{
+    The programs of a kernel containing this op run in clusters of `size`
+    programs: `size` consecutive program ids along axis 0 (the grid's x
+    must be a multiple of `size`). Each program of a cluster contributes
+    `value`; each receives the same combination (`sum`, `max` or `min`, in
+    the order of the programs' ranks). Every program of a cluster must
+    execute the op the same number of times, in the same order. On the GPU
+    the cluster is a thread-block cluster (sm_90 and newer) and the values
+    meet in distributed shared memory; on the CPU the cluster's programs run
+    on threads of their own.
+
+    ```mlir
+    %row_max = kiln.cluster_reduce max %m size 4
+    ```
+  }];
+  let arguments = (ins Kiln_ReduceKindAttr:$kind, F32:$value,
+                   ConfinedAttr<I32Attr, [IntMinValue<2>, IntMaxValue<8>]>:$size);
+  let results = (outs F32:$result);
+  let assemblyFormat = "$kind $value `size` $size attr-dict";
+  let hasVerifier = 1;
+}
+
 def Kiln_ArgMaxOp : Kiln_Op<"argmax", [Pure]> {
   let summary = "index of the largest element along one axis";
   let description = [{

@@ -117,4 +117,44 @@ template <class T, int BLOCK> struct SoftmaxWide {
   }
 };
 
+/// Softmax of wide rows split over a thread-block cluster: one read of the
+/// row and one write, with nothing held beyond a program's registers.
+/// Program p is part `p % CLUSTER` of row `p / CLUSTER` (grid: rows x
+/// CLUSTER). From `first` (at most 16 bytes before column 0, so that every
+/// part starts on a 16-byte boundary) the row is cut into CLUSTER spans of
+/// equal length, a multiple of 16 bytes, each held by one program in a
+/// BLOCK-wide tile. The parts' maxima, then their sums, are combined across
+/// the cluster (`cluster_max`, `cluster_sum`): on the GPU through
+/// distributed shared memory (sm_90 and newer). A row fits when its span is
+/// at most BLOCK, which `softmax_cluster_fits` checks (a 50257-wide f16 row:
+/// clusters of 7 x 8192 or 4 x 16384). Same results as Softmax (NaN for
+/// rows torch.softmax gives NaN). Measured slower than Softmax's two sweeps
+/// on an H100 (bench/README.md): the four cluster barriers of a row cost
+/// more than the second read they save.
+template <class T, int BLOCK, int CLUSTER> struct SoftmaxCluster {
+  static_assert(CLUSTER >= 2 && CLUSTER <= 8, "SoftmaxCluster: a cluster holds 2 to 8 programs");
+  static constexpr int kVec = 16 / int(sizeof(typename T::host));
+  void operator()(Ptr<T> x, Ptr<T> y, I32 n_cols, I32 x_stride, I32 y_stride) const {
+    auto p = program_id(0);
+    auto row = p / CLUSTER;
+    auto first = detail::aligned_first_column<T>(row * x_stride);
+    auto span = ((n_cols - first + (CLUSTER - 1)) / CLUSTER + (kVec - 1)) / kVec * kVec;
+    auto lanes = arange<BLOCK>();
+    auto c = first + p % CLUSTER * span + lanes;
+    auto mask = (lanes < span) & (c >= 0) & (c < n_cols);
+    auto v = cast<f32>(load(x + row * x_stride + c, mask, -inf));
+    auto e = exp(v - cluster_max<CLUSTER>(max(v)));
+    auto total = cluster_sum<CLUSTER>(sum(e));
+    store(y + row * y_stride + c, cast<T>(e * (1.0f / total)), mask);
+  }
+};
+
+/// Whether SoftmaxCluster<T, BLOCK, CLUSTER> covers rows of `n_cols`
+/// wherever they start.
+template <class T, int BLOCK, int CLUSTER> constexpr bool softmax_cluster_fits(int64_t n_cols) {
+  constexpr int64_t vec = 16 / int64_t(sizeof(typename T::host));
+  int64_t span = ((n_cols + vec - 1 + CLUSTER - 1) / CLUSTER + vec - 1) / vec * vec;
+  return n_cols >= 0 && span <= BLOCK;
+}
+
 } // namespace kiln::ops

@@ -111,6 +111,9 @@ struct Explain {
   int launches_per_prefill = 0;
   bool decode_graph = false;
   int graph_replays = 0;
+  /// Decode-step graphs captured: one per attention length bucket with a
+  /// tuned decode attention, one for all the buckets without.
+  int graph_captures = 0;
   double compile_seconds = 0;
   double prepare_seconds = 0; ///< wall time converting, transposing and copying the weights
   double kernels_seconds = 0; ///< wall time getting every kernel ready (compile or cache)
