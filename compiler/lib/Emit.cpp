@@ -381,23 +381,23 @@ V dot(V a, V bv, V acc, bool tf32) {
   return wrap(dot);
 }
 
+namespace {
+kiln::ReduceKind kindOf(RedOp op) {
+  return op == RedOp::Sum ? kiln::ReduceKind::Sum : op == RedOp::Max ? kiln::ReduceKind::Max : kiln::ReduceKind::Min;
+}
+} // namespace
+
 V reduce(RedOp op, V v, int axis) {
   Value x = val(v);
   auto src = cast<RankedTensorType>(x.getType());
   SmallVector<int64_t> shape(src.getShape());
   shape.erase(shape.begin() + axis);
-  kiln::ReduceKind kind = op == RedOp::Sum   ? kiln::ReduceKind::Sum
-                          : op == RedOp::Max ? kiln::ReduceKind::Max
-                                             : kiln::ReduceKind::Min;
-  return wrap(kiln::ReduceOp::create(b(), loc(), withShape(src.getElementType(), shape), kind, x,
+  return wrap(kiln::ReduceOp::create(b(), loc(), withShape(src.getElementType(), shape), kindOf(op), x,
                                      axis));
 }
 
 V cluster_reduce(RedOp op, V v, int size) {
-  kiln::ReduceKind kind = op == RedOp::Sum   ? kiln::ReduceKind::Sum
-                          : op == RedOp::Max ? kiln::ReduceKind::Max
-                                             : kiln::ReduceKind::Min;
-  return wrap(kiln::ClusterReduceOp::create(b(), loc(), kind, val(v), uint32_t(size)));
+  return wrap(kiln::ClusterReduceOp::create(b(), loc(), kindOf(op), val(v), uint32_t(size)));
 }
 
 V argmax(V v, int axis) {

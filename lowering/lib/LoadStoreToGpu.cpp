@@ -470,8 +470,7 @@ LogicalResult Emitter::emitLaunchDependents(kiln::LaunchDependentsOp) {
 }
 
 LogicalResult Emitter::emitClusterReduce(kiln::ClusterReduceOp op) {
-  if (state.producerThreads)
-    return op.emitError("convert-kiln-to-gpu: kiln.cluster_reduce in a kernel with producer warps");
+  // (convertKernel refuses it in kernels with producer warps.)
   Value v = raw(op.getValue())[0];
   // Thread 0 publishes the program's value in its shared memory, once
   // every thread has left the scratch area's previous use.
