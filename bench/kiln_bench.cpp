@@ -373,6 +373,35 @@ template <int D, int BM = 64, int WARPS = 4, int STAGES = 2> void BM_attention_p
   }
 }
 
+/// Decode attention as a GPT-2 124M step runs it (12 heads of 64, a
+/// 1024-position cache): B sequences of `keys` keys each, 32 launches
+/// chained in one CUDA graph, each a programmatic dependent of the one
+/// before; GB/s is on the keys and values read. K is ops::AttentionDecode
+/// (partials in global memory, the last program merges) or
+/// ops::AttentionDecodeCluster (merged through a cluster's shared memory).
+template <class K, int WARPS> void BM_attention_decode(benchmark::State &state) {
+  const int B = int(state.range(0)), keys = int(state.range(1)), H = 12, D = 64, C = H * D, Tmax = 1024;
+  const int launches = 32;
+  auto qkv = random_device<kiln::half>(std::size_t(B) * 3 * C);
+  auto kc = random_device<kiln::half>(std::size_t(B) * Tmax * C);
+  auto vc = random_device<kiln::half>(std::size_t(B) * Tmax * C);
+  cuda::DeviceBuffer<kiln::half> out(std::size_t(B) * C);
+  cuda::DeviceBuffer<float> part(std::size_t(B) * H * K::Splits * (D + 2));
+  cuda::DeviceBuffer<int32_t> counter(std::vector<int32_t>(std::size_t(B) * H, 0));
+  cuda::DeviceBuffer<int32_t> pos(std::vector<int32_t>(std::size_t(B), keys - 1));
+  CompileOptions options;
+  options.num_warps = WARPS;
+  auto k = compile<K>(gpu(), options);
+  Grid grid = K::kSplitsAlongX ? Grid(K::Splits, H, B) : Grid(B, H, K::Splits);
+  float scale = 1.0f / std::sqrt(float(D));
+  cuda::Stream stream;
+  time_graph(state, stream, launches, 2.0 * B * H * double(keys) * D * 2, [&] {
+    for (int i = 0; i < launches; ++i)
+      k.launch(grid, qkv.data(), kc.data(), vc.data(), part.data(), counter.data(), out.data(), pos.data(), C,
+               Tmax, scale);
+  });
+}
+
 /// cuBLAS on the same shapes, in the same process: cublasGemmEx for the
 /// plain product, cuBLASLt with its GELU_BIAS epilogue for the fused one.
 template <bool BIAS, class T = kiln::half> void BM_cublas(benchmark::State &state) {
@@ -634,6 +663,19 @@ BENCHMARK(BM_few_rows)
     ->Args({8, 768, 50257, 0})->Args({16, 3072, 768, 0})->Args({16, 768, 3072, 0})
     ->Args({8, 768, 2304, 1})->Args({8, 768, 3072, 1})->Args({8, 3072, 768, 1})->Args({8, 768, 768, 1})
     ->UseManualTime()->Unit(benchmark::kMicrosecond)->Iterations(1);
+#define KILN_ATTENTION_DECODE(...)                                                                             \
+  BENCHMARK_TEMPLATE(BM_attention_decode, __VA_ARGS__)                                                         \
+      ->Args({1, 128})->Args({1, 512})->Args({8, 128})->Args({8, 512})                                         \
+      ->UseManualTime()->Unit(benchmark::kMicrosecond)->Iterations(1)
+KILN_ATTENTION_DECODE(ops::AttentionDecode<f16, 16, 64, 16>, 2); // the untuned GPT-2 kernel
+KILN_ATTENTION_DECODE(ops::AttentionDecode<f16, 32, 64, 8>, 2);
+KILN_ATTENTION_DECODE(ops::AttentionDecode<f16, 32, 64, 4>, 2);
+KILN_ATTENTION_DECODE(ops::AttentionDecodeCluster<f16, 16, 64, 8>, 2);
+KILN_ATTENTION_DECODE(ops::AttentionDecodeCluster<f16, 32, 64, 4>, 2);
+KILN_ATTENTION_DECODE(ops::AttentionDecodeCluster<f16, 32, 64, 8>, 2);
+KILN_ATTENTION_DECODE(ops::AttentionDecodeCluster<f16, 64, 64, 4>, 2);
+KILN_ATTENTION_DECODE(ops::AttentionDecodeCluster<f16, 64, 64, 8>, 4);
+#undef KILN_ATTENTION_DECODE
 using DE = ops::DecodeEpilogue;
 BENCHMARK(BM_decode_rows<1, 768, false, DE::None>)->Arg(768)->Arg(3072)
     ->UseManualTime()->Unit(benchmark::kMicrosecond)->Iterations(1);

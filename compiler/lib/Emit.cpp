@@ -400,6 +400,23 @@ V cluster_reduce(RedOp op, V v, int size) {
   return wrap(kiln::ClusterReduceOp::create(b(), loc(), kindOf(op), val(v), uint32_t(size)));
 }
 
+std::vector<V> cluster_gather(std::span<const V> values, int size) {
+  SmallVector<Value> ins;
+  SmallVector<Type> types;
+  for (V v : values) {
+    ins.push_back(val(v));
+    SmallVector<int64_t> shape{size};
+    if (auto tile = dyn_cast<RankedTensorType>(ins.back().getType()))
+      llvm::append_range(shape, tile.getShape());
+    types.push_back(RankedTensorType::get(shape, b().getF32Type()));
+  }
+  auto op = kiln::ClusterGatherOp::create(b(), loc(), types, ins, uint32_t(size));
+  std::vector<V> out;
+  for (Value r : op.getResults())
+    out.push_back(wrap(r));
+  return out;
+}
+
 V argmax(V v, int axis) {
   Value x = val(v);
   auto src = cast<RankedTensorType>(x.getType());

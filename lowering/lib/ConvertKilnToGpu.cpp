@@ -290,10 +290,10 @@ LogicalResult convertKernel(func::FuncOp f, int threads) {
   bool dependent = f.walk([](kiln::GridDependencyWaitOp) { return WalkResult::interrupt(); }).wasInterrupted();
   // A kernel that exchanges values in a cluster runs in clusters of that
   // many programs along x (the verifier checked they all name one size).
-  uint32_t clusterSize = 0;
-  f.walk([&](kiln::ClusterReduceOp op) { clusterSize = op.getSize(); });
+  uint32_t clusterSize = kiln::clusterSizeOf(f);
   if (clusterSize && (virtualGrid || producer))
-    return f.emitError("kiln.cluster_reduce in a persistent kernel or one with producer warps is not supported");
+    return f.emitError("cluster ops (kiln.cluster_reduce, kiln.cluster_gather) in a persistent kernel or one with "
+                       "producer warps are not supported");
   if (clusterSize)
     gpuFunc->setAttr(kClusterDimName, b.getI32IntegerAttr(int32_t(clusterSize)));
   if (threads + producerThreads > 1024)
@@ -483,8 +483,10 @@ struct ConvertKilnToGpuPass : kiln::impl::ConvertKilnToGpuBase<ConvertKilnToGpuP
         op->erase();
       // Thread-block clusters need sm_90 too, and have no substitute.
       for (func::FuncOp f : kernels) {
-        auto cluster = f.walk([](kiln::ClusterReduceOp op) {
-          op.emitError("kiln.cluster_reduce needs thread-block clusters (sm_90 or newer)");
+        auto cluster = f.walk([](Operation *op) {
+          if (!isa<kiln::ClusterReduceOp, kiln::ClusterGatherOp>(op))
+            return WalkResult::advance();
+          op->emitError() << op->getName() << " needs thread-block clusters (sm_90 or newer)";
           return WalkResult::interrupt();
         });
         if (cluster.wasInterrupted())

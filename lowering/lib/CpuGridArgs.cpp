@@ -27,8 +27,7 @@ struct KilnCpuGridArgsPass : kiln::impl::KilnCpuGridArgsBase<KilnCpuGridArgsPass
         return signalPassFailure();
       // A kernel that exchanges values in clusters tells the launcher their
       // size through a function of its object, kiln_cluster_size().
-      uint32_t clusterSize = 0;
-      func.walk([&](kiln::ClusterReduceOp op) { clusterSize = op.getSize(); });
+      uint32_t clusterSize = kiln::clusterSizeOf(func);
       if (clusterSize && !getOperation().lookupSymbol("kiln_cluster_size")) {
         OpBuilder b(&getContext());
         b.setInsertionPointToEnd(getOperation().getBody());

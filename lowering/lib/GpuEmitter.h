@@ -871,7 +871,19 @@ public:
   /// memory access, like a compiler fence) and griddepcontrol.launch_dependents.
   LogicalResult emitGridDependencyWait(kiln::GridDependencyWaitOp op);
   LogicalResult emitLaunchDependents(kiln::LaunchDependentsOp op);
+  /// Thread-block clusters: each program publishes its values in its
+  /// shared memory, a cluster barrier, every thread reads what it needs of
+  /// the cluster's values through distributed shared memory (mapa +
+  /// ld.shared::cluster), and a second cluster barrier keeps them alive
+  /// until the whole cluster has read them.
   LogicalResult emitClusterReduce(kiln::ClusterReduceOp op);
+  LogicalResult emitClusterGather(kiln::ClusterGatherOp op);
+  /// barrier.cluster.arrive.release + wait.acquire: every thread of the
+  /// cluster's programs, the program's own threads included.
+  void clusterBarrier();
+  /// f32 at 32-bit shared address `own` of this program, in the program of
+  /// rank `rank` of its cluster.
+  Value loadFromRank(Value own, Value rank);
   /// kiln.prefetch: prefetch.global.L2 of each element this thread owns
   /// (predicated on the mask), no result, nothing waits for it.
   LogicalResult emitPrefetch(kiln::PrefetchOp op);

@@ -469,6 +469,22 @@ LogicalResult Emitter::emitLaunchDependents(kiln::LaunchDependentsOp) {
   return success();
 }
 
+void Emitter::clusterBarrier() {
+  inlinePtx(b, loc, {}, "barrier.cluster.arrive.release.aligned;", "~{memory}");
+  inlinePtx(b, loc, {}, "barrier.cluster.wait.acquire.aligned;", "~{memory}");
+}
+
+Value Emitter::loadFromRank(Value own, Value rank) {
+  auto asmOp = [&](Type result, ValueRange operands, const char *text, const char *constraints, bool effects) {
+    return LLVM::InlineAsmOp::create(b, loc, result, operands, text, constraints, effects,
+                                     /*is_align_stack=*/false, LLVM::tailcallkind::TailCallKind::None,
+                                     LLVM::AsmDialectAttr(), ArrayAttr())
+        .getResult(0);
+  };
+  Value remote = asmOp(b.getI32Type(), {own, rank}, "mapa.shared::cluster.u32 $0, $1, $2;", "=r,r,r", false);
+  return asmOp(b.getF32Type(), {remote}, "ld.shared::cluster.f32 $0, [$1];", "=f,r,~{memory}", true);
+}
+
 LogicalResult Emitter::emitClusterReduce(kiln::ClusterReduceOp op) {
   // (convertKernel refuses it in kernels with producer warps.)
   Value v = raw(op.getValue())[0];
@@ -478,31 +494,15 @@ LogicalResult Emitter::emitClusterReduce(kiln::ClusterReduceOp op) {
   reserveSmem(4);
   onlyIf(isZero(tid), [&] { storeSmem(0, i32(0), v); });
   // Every program's value published (release by each thread, acquire
-  // before the reads below): the cluster barrier also orders the program's
-  // own threads.
-  auto clusterBarrier = [&] {
-    inlinePtx(b, loc, {}, "barrier.cluster.arrive.release.aligned;", "~{memory}");
-    inlinePtx(b, loc, {}, "barrier.cluster.wait.acquire.aligned;", "~{memory}");
-  };
+  // before the reads below).
   clusterBarrier();
   Value own = LLVM::PtrToIntOp::create(b, loc, b.getI32Type(), smemAddr(0, i32(0), b.getF32Type()));
   // Each thread reads the cluster's values, all loads in flight at once,
   // and combines them in rank order, so that every program gets the same
   // bits.
   SmallVector<Value> all;
-  for (uint32_t rank = 0; rank < op.getSize(); ++rank) {
-    auto remote = LLVM::InlineAsmOp::create(b, loc, b.getI32Type(), ValueRange{own, i32(rank)},
-                                            "mapa.shared::cluster.u32 $0, $1, $2;", "=r,r,r",
-                                            /*has_side_effects=*/false, /*is_align_stack=*/false,
-                                            LLVM::tailcallkind::TailCallKind::None, LLVM::AsmDialectAttr(),
-                                            ArrayAttr());
-    auto load = LLVM::InlineAsmOp::create(b, loc, b.getF32Type(), ValueRange{remote.getResult(0)},
-                                          "ld.shared::cluster.f32 $0, [$1];", "=f,r,~{memory}",
-                                          /*has_side_effects=*/true, /*is_align_stack=*/false,
-                                          LLVM::tailcallkind::TailCallKind::None, LLVM::AsmDialectAttr(),
-                                          ArrayAttr());
-    all.push_back(load.getResult(0));
-  }
+  for (uint32_t rank = 0; rank < op.getSize(); ++rank)
+    all.push_back(loadFromRank(own, i32(rank)));
   Value x = all.front();
   for (Value y : ArrayRef<Value>(all).drop_front())
     x = combine(op.getKind(), x, y);
@@ -510,6 +510,52 @@ LogicalResult Emitter::emitClusterReduce(kiln::ClusterReduceOp op) {
   // its shared memory, before the whole cluster has read it.
   clusterBarrier();
   values[op] = {x};
+  return success();
+}
+
+LogicalResult Emitter::emitClusterGather(kiln::ClusterGatherOp op) {
+  auto registers = [&](Type t) { return !mmaOf(t) && !inSlice(t); };
+  for (Value v : op->getOperands())
+    if (!registers(v.getType()))
+      return op.emitError("convert-kiln-to-gpu: cluster_gather takes values in a blocked layout, not ") << v.getType();
+  for (Value r : op->getResults())
+    if (!registers(r.getType()))
+      return op.emitError("convert-kiln-to-gpu: cluster_gather gives values in a blocked layout, not ") << r.getType();
+  // The values one after the other in the scratch area, published once
+  // every thread has left its previous use; an element several threads
+  // hold is written by one of them.
+  barrier();
+  SmallVector<int64_t> offsets;
+  int64_t bytes = 0;
+  for (Value v : op.getValues()) {
+    offsets.push_back(bytes);
+    bytes += layoutOf(v.getType()).numel * 4;
+  }
+  reserveSmem(bytes);
+  for (auto [v, offset] : llvm::zip(op.getValues(), offsets)) {
+    Layout l = layoutOf(v.getType());
+    onlyIf(ownsElements(l), [&, v = v, offset = offset] {
+      for (int64_t j = 0; j < l.perThread; ++j)
+        storeSmem(offset, flatIndex(l, j), elem(v, j));
+    });
+  }
+  clusterBarrier();
+  // Element (r, k) of a result is element k of the value in the program of
+  // rank r: each thread loads the elements it holds, all in flight at once.
+  for (auto [r, offset] : llvm::zip(op.getResults(), offsets)) {
+    Layout l = layoutOf(r.getType());
+    int64_t perRank = l.numel / op.getSize();
+    SmallVector<Value> out;
+    for (int64_t j = 0; j < l.perThread; ++j) {
+      Value flat = flatIndex(l, j);
+      Value rank = arith::DivUIOp::create(b, loc, flat, i32(perRank));
+      Value k = arith::RemUIOp::create(b, loc, flat, i32(perRank));
+      Value own = LLVM::PtrToIntOp::create(b, loc, b.getI32Type(), smemAddr(offset, k, b.getF32Type()));
+      out.push_back(loadFromRank(own, rank));
+    }
+    values[r] = std::move(out);
+  }
+  clusterBarrier();
   return success();
 }
 
@@ -629,6 +675,7 @@ void populateLoadStoreToGpuPatterns(const TypeConverter &converter, LoweringStat
   addPattern<kiln::LaunchDependentsOp, &Emitter::emitLaunchDependents>(patterns, converter, state);
   addPattern<kiln::PrefetchOp, &Emitter::emitPrefetch>(patterns, converter, state);
   addPattern<kiln::ClusterReduceOp, &Emitter::emitClusterReduce>(patterns, converter, state);
+  addPattern<kiln::ClusterGatherOp, &Emitter::emitClusterGather>(patterns, converter, state);
   addPattern<kiln::MBarrierInitOp, &Emitter::emitMBarrierInit>(patterns, converter, state);
   addPattern<kiln::MBarrierArriveOp, &Emitter::emitMBarrierArrive>(patterns, converter, state);
   addPattern<kiln::MBarrierWaitOp, &Emitter::emitMBarrierWait>(patterns, converter, state);

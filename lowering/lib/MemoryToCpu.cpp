@@ -114,16 +114,20 @@ struct StoreLowering : OpConversionPattern<kiln::StoreOp> {
   }
 };
 
-/// Replaces `op` with a call to the runtime function `name` of type `type`
-/// (declared once per module).
+/// Declares the runtime function `name` of type `type` (once per module).
+void declareRuntime(Operation *op, ConversionPatternRewriter &rewriter, StringRef name, FunctionType type) {
+  auto module = op->getParentOfType<ModuleOp>();
+  if (module.lookupSymbol<func::FuncOp>(name))
+    return;
+  OpBuilder::InsertionGuard guard(rewriter);
+  rewriter.setInsertionPointToStart(module.getBody());
+  func::FuncOp::create(rewriter, op->getLoc(), name, type).setPrivate();
+}
+
+/// Replaces `op` with a call to the runtime function `name` of type `type`.
 void replaceWithRuntimeCall(Operation *op, ConversionPatternRewriter &rewriter, StringRef name,
                             FunctionType type, ValueRange args) {
-  auto module = op->getParentOfType<ModuleOp>();
-  if (!module.lookupSymbol<func::FuncOp>(name)) {
-    OpBuilder::InsertionGuard guard(rewriter);
-    rewriter.setInsertionPointToStart(module.getBody());
-    func::FuncOp::create(rewriter, op->getLoc(), name, type).setPrivate();
-  }
+  declareRuntime(op, rewriter, name, type);
   rewriter.replaceOpWithNewOp<func::CallOp>(op, name, type.getResults(), args);
 }
 
@@ -158,6 +162,80 @@ struct ClusterReduceLowering : OpConversionPattern<kiln::ClusterReduceOp> {
   }
 };
 
+/// An all-gather over the cluster's threads (see CpuExecutable): each
+/// program puts its values' elements in its own slots
+/// (`kiln_cluster_put_f32(index, value)` after `kiln_cluster_gather_begin(n)`),
+/// meets the others (`kiln_cluster_gather_sync()`), reads every program's
+/// slots (`kiln_cluster_get_f32(rank, index)`) into its results, and meets
+/// them again before any slot is written anew.
+struct ClusterGatherLowering : OpConversionPattern<kiln::ClusterGatherOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult matchAndRewrite(kiln::ClusterGatherOp op, OpAdaptor adaptor,
+                                ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    Type f32 = rewriter.getF32Type(), i32 = rewriter.getI32Type();
+    auto begin = rewriter.getFunctionType({i32}, {});
+    auto put = rewriter.getFunctionType({i32, f32}, {});
+    auto sync = rewriter.getFunctionType({}, {});
+    auto get = rewriter.getFunctionType({i32, i32}, {f32});
+    declareRuntime(op, rewriter, "kiln_cluster_gather_begin", begin);
+    declareRuntime(op, rewriter, "kiln_cluster_put_f32", put);
+    declareRuntime(op, rewriter, "kiln_cluster_gather_sync", sync);
+    declareRuntime(op, rewriter, "kiln_cluster_get_f32", get);
+    auto c32 = [&](OpBuilder &b, int64_t v) { return arith::ConstantOp::create(b, loc, b.getI32IntegerAttr(int32_t(v))); };
+    // Value i's elements are slots offsets[i] .. offsets[i] + numel - 1.
+    SmallVector<int64_t> offsets;
+    int64_t slots = 0;
+    for (Value v : op.getValues()) {
+      offsets.push_back(slots);
+      auto tile = dyn_cast<RankedTensorType>(v.getType());
+      slots += tile ? tile.getNumElements() : 1;
+    }
+    func::CallOp::create(rewriter, loc, "kiln_cluster_gather_begin", TypeRange{}, ValueRange{c32(rewriter, slots)});
+    for (auto [v, offset] : llvm::zip(adaptor.getValues(), offsets)) {
+      auto tile = dyn_cast<RankedTensorType>(v.getType());
+      if (!tile) {
+        func::CallOp::create(rewriter, loc, "kiln_cluster_put_f32", TypeRange{}, ValueRange{c32(rewriter, offset), v});
+        continue;
+      }
+      OpBuilder::InsertionGuard guard(rewriter);
+      Value zero = arith::ConstantIndexOp::create(rewriter, loc, 0);
+      Value one = arith::ConstantIndexOp::create(rewriter, loc, 1);
+      Value ub = arith::ConstantIndexOp::create(rewriter, loc, tile.getDimSize(0));
+      auto loop = scf::ForOp::create(rewriter, loc, zero, ub, one);
+      rewriter.setInsertionPoint(loop.getBody()->getTerminator());
+      Value k = loop.getInductionVar();
+      Value x = tensor::ExtractOp::create(rewriter, loc, v, ValueRange{k});
+      Value index = arith::AddIOp::create(rewriter, loc, arith::IndexCastOp::create(rewriter, loc, i32, k),
+                                          c32(rewriter, offset));
+      func::CallOp::create(rewriter, loc, "kiln_cluster_put_f32", TypeRange{}, ValueRange{index, x});
+    }
+    func::CallOp::create(rewriter, loc, "kiln_cluster_gather_sync", TypeRange{}, ValueRange{});
+    SmallVector<Value> results;
+    for (auto [r, offset] : llvm::zip(op.getResults(), offsets)) {
+      auto tile = cast<RankedTensorType>(r.getType());
+      Value init = tensor::EmptyOp::create(rewriter, loc, tile.getShape(), f32);
+      auto map = rewriter.getMultiDimIdentityMap(tile.getRank());
+      SmallVector<utils::IteratorType> iters(tile.getRank(), utils::IteratorType::parallel);
+      auto generic = linalg::GenericOp::create(
+          rewriter, loc, TypeRange{RankedTensorType::get(tile.getShape(), f32)}, ValueRange{}, ValueRange{init},
+          ArrayRef<AffineMap>{map}, iters, [&, offset = offset](OpBuilder &b, Location l, ValueRange) {
+            Value rank = arith::IndexCastOp::create(b, l, i32, linalg::IndexOp::create(b, l, 0));
+            Value index = c32(b, offset);
+            if (tile.getRank() == 2)
+              index = arith::AddIOp::create(
+                  b, l, index, arith::IndexCastOp::create(b, l, i32, linalg::IndexOp::create(b, l, 1)));
+            auto call = func::CallOp::create(b, l, "kiln_cluster_get_f32", TypeRange{f32}, ValueRange{rank, index});
+            linalg::YieldOp::create(b, l, call.getResult(0));
+          });
+      results.push_back(generic.getResult(0));
+    }
+    func::CallOp::create(rewriter, loc, "kiln_cluster_gather_sync", TypeRange{}, ValueRange{});
+    rewriter.replaceOp(op, results);
+    return success();
+  }
+};
+
 /// Kernels run one after another on the CPU: a launch starts when the
 /// previous one has returned, so waiting on it (or letting the next one
 /// start) is nothing. An L2 prefetch hint has nothing to act on either.
@@ -172,7 +250,7 @@ template <class Op> struct EraseGridDependency : OpConversionPattern<Op> {
 } // namespace
 
 void kiln::populateMemoryToCpuPatterns(CpuTypeConverter &converter, RewritePatternSet &patterns) {
-  patterns.add<AddPtrLowering, LoadLowering, StoreLowering, AtomicAddLowering, ClusterReduceLowering,
+  patterns.add<AddPtrLowering, LoadLowering, StoreLowering, AtomicAddLowering, ClusterReduceLowering, ClusterGatherLowering,
                EraseGridDependency<kiln::GridDependencyWaitOp>, EraseGridDependency<kiln::LaunchDependentsOp>,
                EraseGridDependency<kiln::PrefetchOp>>(
       converter, patterns.getContext());

@@ -312,21 +312,52 @@ LogicalResult ReduceOp::verify() {
   return verifyReduction(*this, src, getAxis(), getType(), src.getElementType());
 }
 
-LogicalResult ClusterReduceOp::verify() {
-  // One kernel, one cluster shape: every cluster_reduce of the enclosing
-  // function names the size of its first.
-  auto func = (*this)->getParentOfType<FunctionOpInterface>();
-  if (!func)
-    return success();
-  uint32_t first = 0;
-  func->walk([&](ClusterReduceOp op) {
-    first = op.getSize();
+uint32_t kiln::clusterSizeOf(Operation *kernel) {
+  uint32_t size = 0;
+  kernel->walk([&](Operation *op) {
+    if (auto r = dyn_cast<ClusterReduceOp>(op))
+      size = r.getSize();
+    else if (auto g = dyn_cast<ClusterGatherOp>(op))
+      size = g.getSize();
+    else
+      return WalkResult::advance();
     return WalkResult::interrupt();
   });
-  if (getSize() != first)
-    return emitOpError("cluster size ") << getSize() << " differs from another kiln.cluster_reduce of the same kernel ("
-                                        << first << ")";
+  return size;
+}
+
+// One kernel, one cluster shape: every cluster op of the enclosing function
+// names the size of its first.
+static LogicalResult verifyClusterSize(Operation *op, uint32_t size) {
+  auto func = op->getParentOfType<FunctionOpInterface>();
+  if (!func)
+    return success();
+  uint32_t first = clusterSizeOf(func);
+  if (size != first)
+    return op->emitOpError("cluster size ")
+           << size << " differs from another cluster op of the same kernel (" << first << ")";
   return success();
+}
+
+LogicalResult ClusterReduceOp::verify() { return verifyClusterSize(*this, getSize()); }
+
+LogicalResult ClusterGatherOp::verify() {
+  if (getValues().empty())
+    return emitOpError("gathers at least one value");
+  if (getValues().size() != getResults().size())
+    return emitOpError("has ") << getValues().size() << " values but " << getResults().size() << " results";
+  for (auto [v, r] : llvm::zip(getValues(), getResults())) {
+    SmallVector<int64_t> shape{int64_t(getSize())};
+    if (auto tile = dyn_cast<RankedTensorType>(v.getType())) {
+      if (tile.getRank() != 1)
+        return emitOpError("gathers scalars and 1-D tiles, not ") << tile;
+      shape.push_back(tile.getDimSize(0));
+    }
+    Type want = RankedTensorType::get(shape, Float32Type::get(getContext()));
+    if (!sameIgnoringLayout(want, r.getType()))
+      return emitOpError("result type ") << r.getType() << " != expected " << want;
+  }
+  return verifyClusterSize(*this, getSize());
 }
 
 LogicalResult ArgMaxOp::verify() {

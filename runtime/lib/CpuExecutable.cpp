@@ -49,13 +49,15 @@ extern "C" int32_t kiln_atomic_add_i32(int64_t address, int32_t value) {
   return __atomic_fetch_add(reinterpret_cast<int32_t *>(address), value, __ATOMIC_SEQ_CST);
 }
 
-// kiln.cluster_reduce on the CPU: the programs of a cluster run on
-// threads of their own, which meet at a barrier to exchange their values.
+// kiln.cluster_reduce and kiln.cluster_gather on the CPU: the programs of a
+// cluster run on threads of their own, which meet at a barrier to exchange
+// their values.
 struct ClusterExchange {
   explicit ClusterExchange(int size) : size(size), meet(size) {}
   int size;
   std::barrier<> meet;
   float values[8] = {};
+  std::vector<float> slots[8]; ///< each rank's gathered values
 };
 thread_local ClusterExchange *tlsCluster = nullptr;
 thread_local int tlsRank = 0;
@@ -84,6 +86,25 @@ extern "C" float kiln_cluster_reduce_f32(int32_t kind, float value) {
   return x;
 }
 
+// kiln.cluster_gather: begin (a rank sizes its own slots), put, sync, get,
+// sync. Launched without clusters, the one program gathers from itself.
+thread_local std::vector<float> tlsAlone;
+std::vector<float> &ownSlots() { return tlsCluster ? tlsCluster->slots[tlsRank] : tlsAlone; }
+extern "C" void kiln_cluster_gather_begin(int32_t n) {
+  if (tlsCluster)
+    ++tlsExchanges;
+  ownSlots().resize(std::size_t(n));
+}
+extern "C" void kiln_cluster_put_f32(int32_t index, float value) { ownSlots()[std::size_t(index)] = value; }
+extern "C" void kiln_cluster_gather_sync() {
+  if (tlsCluster)
+    tlsCluster->meet.arrive_and_wait();
+}
+extern "C" float kiln_cluster_get_f32(int32_t rank, int32_t index) {
+  std::vector<float> &from = tlsCluster ? tlsCluster->slots[rank] : tlsAlone;
+  return from[std::size_t(index)];
+}
+
 /// The host functions kernels may call, by name.
 llvm::orc::SymbolMap runtimeSymbols(llvm::orc::MangleAndInterner &interner) {
   llvm::orc::SymbolMap map;
@@ -97,6 +118,10 @@ llvm::orc::SymbolMap runtimeSymbols(llvm::orc::MangleAndInterner &interner) {
   add("__truncdfbf2", reinterpret_cast<void *>(&kiln_truncdfbf2));
   add("kiln_atomic_add_i32", reinterpret_cast<void *>(&kiln_atomic_add_i32));
   add("kiln_cluster_reduce_f32", reinterpret_cast<void *>(&kiln_cluster_reduce_f32));
+  add("kiln_cluster_gather_begin", reinterpret_cast<void *>(&kiln_cluster_gather_begin));
+  add("kiln_cluster_put_f32", reinterpret_cast<void *>(&kiln_cluster_put_f32));
+  add("kiln_cluster_gather_sync", reinterpret_cast<void *>(&kiln_cluster_gather_sync));
+  add("kiln_cluster_get_f32", reinterpret_cast<void *>(&kiln_cluster_get_f32));
   return map;
 }
 
@@ -258,8 +283,8 @@ void CpuExecutable::launchClusters(const Grid &grid, std::vector<void *> &argPtr
   };
   detail::parallel_for_each(workers, work);
   if (uneven)
-    throw Error("kiln: the programs of a cluster made different numbers of cluster reductions "
-                "(every program of a cluster must reach each cluster_sum/max/min)");
+    throw Error("kiln: the programs of a cluster made different numbers of cluster exchanges "
+                "(every program of a cluster must reach each cluster_sum/max/min/gather)");
 }
 
 } // namespace kiln

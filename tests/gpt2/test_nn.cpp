@@ -378,7 +378,8 @@ TEST_CASE("nn::CausalSelfAttention: decode attention is tuned per length bucket"
   CHECK(middle != longest);
   CHECK(attn.decode_tuned(1, 0) == longest);
   CHECK(attn.decode_tuned(1, 1) == shortest);
-  CHECK(shortest->label().find("AttentionDecode_f32_") == 0);
+  // Partials in global memory or merged in a cluster: either kernel.
+  CHECK(shortest->label().rfind("AttentionDecode", 0) == 0);
   // Steps of two sequences were not tuned.
   CHECK(attn.decode_tuned(2, 100) == nullptr);
 }

@@ -232,6 +232,23 @@ struct ClusterValues {
     store(out + p * 4 + 3, again);
   }
 };
+/// Each program of a cluster of 4 gives a scalar and an 8-element row; every
+/// program gets all of them, by rank, then a second gather (after a
+/// cluster_sum: the exchanges share their storage) of one scalar.
+struct ClusterGatherValues {
+  void operator()(Ptr<f32> out) const {
+    auto p = program_id(0);
+    F32 v = cast<f32>(p) * 0.5f - 3.0f;
+    auto row = cast<f32>(arange<8>()) + cast<f32>(p) * 10.0f;
+    auto [vs, rows] = cluster_gather<4>(v, row);
+    auto total = cluster_sum<4>(v);
+    auto [again] = cluster_gather<4>(total + v);
+    auto base = out + p * (4 + 32 + 4);
+    store(base + arange<4>(), vs);
+    store(base + 4 + expand_dims<1>(arange<4>()) * 8 + expand_dims<0>(arange<8>()), rows);
+    store(base + 36 + arange<4>(), again);
+  }
+};
 /// The second program of each cluster makes one exchange more than the
 /// first: not allowed.
 struct ClusterUneven {
@@ -272,9 +289,34 @@ TEST_CASE("cluster reductions combine the values of a cluster's programs") {
   if (!kGpu) {
     auto uneven = compile<ClusterUneven>(kCpu);
     std::vector<float> o(4, 0.0f);
-    CHECK_THROWS_WITH_AS(uneven.launch(Grid(4), o.data()), doctest::Contains("different numbers of cluster reductions"),
+    CHECK_THROWS_WITH_AS(uneven.launch(Grid(4), o.data()), doctest::Contains("different numbers of cluster exchanges"),
                          Error);
   }
+}
+
+TEST_CASE("cluster_gather gives every program of a cluster every program's values") {
+  auto k = compile<ClusterGatherValues>(kCpu);
+  const int programs = 8, each = 4 + 32 + 4;
+  std::vector<float> out(programs * each, -1.0f);
+  Mem dout(out);
+  k.launch(Grid(programs), dout());
+  auto got = dout.fetch();
+  for (int p = 0; p < programs; ++p) {
+    CAPTURE(p);
+    int first = p / 4 * 4;
+    float total = 0;
+    for (int q = first; q < first + 4; ++q)
+      total += float(q) * 0.5f - 3.0f;
+    for (int r = 0; r < 4; ++r) {
+      CAPTURE(r);
+      int q = first + r;
+      CHECK(got[std::size_t(p * each + r)] == float(q) * 0.5f - 3.0f);
+      for (int i = 0; i < 8; ++i)
+        CHECK(got[std::size_t(p * each + 4 + r * 8 + i)] == float(i) + float(q) * 10.0f);
+      CHECK(got[std::size_t(p * each + 36 + r)] == total + (float(q) * 0.5f - 3.0f));
+    }
+  }
+  CHECK_THROWS_WITH_AS(k.launch(Grid(6), dout()), doctest::Contains("must be a multiple of 4"), Error);
 }
 
 TEST_CASE_TEMPLATE("layernorm matches the reference", T, float, half) {
@@ -1192,6 +1234,21 @@ TEST_CASE("decode attention over a split cache matches softmax attention") {
       check(dout.fetch(), want, 1e-5, 1e-4);
       CHECK(dcount.fetch() == std::vector<int32_t>(B * H, 0));
     }
+  // Split over the programs of a cluster, merged in its shared memory: the
+  // grid is (programs, H, B); programs past the last span (a 1-key
+  // sequence) still take part in the exchange; parts and count untouched.
+  auto cluster = [&](const auto &kernel, int S) {
+    CAPTURE(S);
+    std::vector<float> part(1, std::nanf("")), out(std::size_t(B) * C, -7.f);
+    Mem dpart(part);
+    Mem dout(out);
+    kernel.launch(Grid(S, H, B), dqkv(), dkc(), dvc(), dpart(), dcount(), dout(), dpos(), C, Tmax, scale);
+    check(dout.fetch(), want, 1e-5, 1e-4);
+    CHECK(dcount.fetch() == std::vector<int32_t>(B * H, 0));
+    CHECK(std::isnan(dpart.fetch()[0]));
+  };
+  cluster(compile<ops::AttentionDecodeCluster<f32, BN, D, SPLITS>>(kCpu), SPLITS);
+  cluster(compile<ops::AttentionDecodeCluster<f32, BN, D, 2>>(kCpu), 2);
   // A head a program (SPLITS = 1): no parts, no count.
   auto one = compile<ops::AttentionDecode<f32, BN, D, 1>>(kCpu);
   std::vector<float> part(1, std::nanf("")), out(std::size_t(B) * C, -7.f);

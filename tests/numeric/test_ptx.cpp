@@ -171,9 +171,26 @@ TEST_CASE("GPT-2 kernels") {
   auto direct = check_kernel<ops::AttentionDecode<f16, 32, 64, 1>>();
   CHECK(direct.find("atom.") == std::string::npos);
   CHECK(direct.find("fence.acq_rel") == std::string::npos);
+  // Split over a cluster of 4: the running max, sum and output of each
+  // program in one exchange (two cluster barriers), no atomic, no fence.
+  CompileOptions two;
+  two.num_warps = 2;
+  auto clustered = compile<ops::AttentionDecodeCluster<f16, 16, 64, 4>>(Target::cuda("sm_90a"), two);
+  const std::string &cptx = clustered.ir(Stage::Ptx);
+  CHECK(ptxas(cptx, "sm_90a", clustered.name()) == 0);
+  CHECK(cptx.find(".reqnctapercluster 4, 1, 1") != std::string::npos);
+  std::size_t barriers = 0;
+  for (std::size_t at = cptx.find("barrier.cluster.arrive"); at != std::string::npos;
+       at = cptx.find("barrier.cluster.arrive", at + 1))
+    ++barriers;
+  CHECK(barriers == 2);
+  CHECK(cptx.find("ld.shared::cluster.f32") != std::string::npos);
+  CHECK(cptx.find("atom.") == std::string::npos);
+  CHECK(cptx.find("fence.acq_rel") == std::string::npos);
+  CHECK(spill_stores(cptx, clustered.name()) == 0);
   // The positions and the earlier keys are read before the wait
   // on the QKV projection; the query after it.
-  for (const std::string &ptx : {attn, direct}) {
+  for (const std::string &ptx : {attn, direct, cptx}) {
     auto wait = ptx.find("griddepcontrol.wait");
     REQUIRE(wait != std::string::npos);
     CHECK(ptx.find("ld.global") < wait);

@@ -179,3 +179,27 @@ func.func @test_cluster_reduce(%x: f32) -> f32 attributes {kiln.kernel} {
   %0 = kiln.cluster_reduce min %x size 2
   return %0 : f32
 }
+
+// -----
+
+// A cluster gather: each program puts its elements in its slots (the scalar
+// at 0, the row at 1..4), meets the others, reads each rank's slots into
+// its results, and meets them again before the slots are reused.
+// CHECK-LABEL: func.func @test_cluster_gather
+// CHECK: %[[N:.*]] = arith.constant 5 : i32
+// CHECK: call @kiln_cluster_gather_begin(%[[N]]) : (i32) -> ()
+// CHECK: call @kiln_cluster_put_f32(%{{.*}}, %{{.*}}) : (i32, f32) -> ()
+// CHECK: scf.for
+// CHECK: tensor.extract
+// CHECK: call @kiln_cluster_put_f32
+// CHECK: call @kiln_cluster_gather_sync() : () -> ()
+// CHECK: linalg.generic
+// CHECK: call @kiln_cluster_get_f32(%{{.*}}, %{{.*}}) : (i32, i32) -> f32
+// CHECK: linalg.generic
+// CHECK: linalg.index 1
+// CHECK: call @kiln_cluster_get_f32
+// CHECK: call @kiln_cluster_gather_sync() : () -> ()
+func.func @test_cluster_gather(%m: f32, %row: tensor<4xf32>) -> (tensor<2xf32>, tensor<2x4xf32>) attributes {kiln.kernel} {
+  %0:2 = kiln.cluster_gather %m, %row size 2 : f32, tensor<4xf32> -> tensor<2xf32>, tensor<2x4xf32>
+  return %0#0, %0#1 : tensor<2xf32>, tensor<2x4xf32>
+}

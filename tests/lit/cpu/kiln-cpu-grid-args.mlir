@@ -39,3 +39,15 @@ func.func @test_cluster(%x: f32) -> f32 attributes {kiln.kernel} {
   %0 = kiln.cluster_reduce max %x size 8
   return %0 : f32
 }
+
+// -----
+
+// So does a kernel whose only cluster op is a gather.
+// CHECK-LABEL: func.func @test_cluster_gather
+// CHECK-LABEL: func.func @kiln_cluster_size() -> i32
+// CHECK: %[[C:.*]] = arith.constant 4 : i32
+// CHECK: return %[[C]] : i32
+func.func @test_cluster_gather(%x: f32) -> tensor<4xf32> attributes {kiln.kernel} {
+  %0 = kiln.cluster_gather %x size 4 : f32 -> tensor<4xf32>
+  return %0 : tensor<4xf32>
+}

@@ -371,7 +371,7 @@ func.func @cluster_of_sixteen(%x: f32) -> f32 attributes {kiln.kernel} {
 
 func.func @cluster_sizes_differ(%x: f32) -> f32 attributes {kiln.kernel} {
   %0 = kiln.cluster_reduce max %x size 4
-  // expected-error @+1 {{cluster size 2 differs from another kiln.cluster_reduce of the same kernel (4)}}
+  // expected-error @+1 {{cluster size 2 differs from another cluster op of the same kernel (4)}}
   %1 = kiln.cluster_reduce sum %0 size 2
   return %1 : f32
 }
@@ -382,4 +382,37 @@ func.func @cluster_reduce_of_a_tile(%x: tensor<4xf32>) -> f32 attributes {kiln.k
   // expected-error @+1 {{must be 32-bit float}}
   %0 = "kiln.cluster_reduce"(%x) {kind = #kiln<reduce_kind sum>, size = 2 : i32} : (tensor<4xf32>) -> f32
   return %0 : f32
+}
+
+// -----
+
+func.func @cluster_gather_size_differs(%x: f32) -> tensor<2xf32> attributes {kiln.kernel} {
+  %0 = kiln.cluster_reduce max %x size 4
+  // expected-error @+1 {{cluster size 2 differs from another cluster op of the same kernel (4)}}
+  %1 = kiln.cluster_gather %0 size 2 : f32 -> tensor<2xf32>
+  return %1 : tensor<2xf32>
+}
+
+// -----
+
+func.func @cluster_gather_of_a_matrix(%x: tensor<2x4xf32>) -> tensor<2x2x4xf32> attributes {kiln.kernel} {
+  // expected-error @+1 {{gathers scalars and 1-D tiles, not 'tensor<2x4xf32>'}}
+  %0 = kiln.cluster_gather %x size 2 : tensor<2x4xf32> -> tensor<2x2x4xf32>
+  return %0 : tensor<2x2x4xf32>
+}
+
+// -----
+
+func.func @cluster_gather_result_shape(%x: tensor<4xf32>) -> tensor<4x2xf32> attributes {kiln.kernel} {
+  // expected-error @+1 {{result type 'tensor<4x2xf32>' != expected 'tensor<2x4xf32>'}}
+  %0 = kiln.cluster_gather %x size 2 : tensor<4xf32> -> tensor<4x2xf32>
+  return %0 : tensor<4x2xf32>
+}
+
+// -----
+
+func.func @cluster_gather_of_i32(%x: i32) -> tensor<2xf32> attributes {kiln.kernel} {
+  // expected-error @+1 {{must be variadic of 32-bit float}}
+  %0 = kiln.cluster_gather %x size 2 : i32 -> tensor<2xf32>
+  return %0 : tensor<2xf32>
 }

@@ -115,3 +115,10 @@ func.func @test_cluster_reduce(%x: f32) -> (f32, f32) attributes {kiln.kernel} {
   %1 = kiln.cluster_reduce sum %0 size 4
   return %0, %1 : f32, f32
 }
+
+// CHECK-LABEL: func.func @test_cluster_gather
+func.func @test_cluster_gather(%m: f32, %acc: tensor<64xf32>) -> (tensor<4xf32>, tensor<4x64xf32>) attributes {kiln.kernel} {
+  // CHECK: kiln.cluster_gather %{{.*}}, %{{.*}} size 4 : f32, tensor<64xf32> -> tensor<4xf32>, tensor<4x64xf32>
+  %0:2 = kiln.cluster_gather %m, %acc size 4 : f32, tensor<64xf32> -> tensor<4xf32>, tensor<4x64xf32>
+  return %0#0, %0#1 : tensor<4xf32>, tensor<4x64xf32>
+}

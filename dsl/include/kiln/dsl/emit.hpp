@@ -62,6 +62,7 @@ void launch_dependents();
 V dot(V a, V b, V acc, bool tf32 = false);
 V reduce(RedOp op, V v, int axis);
 V cluster_reduce(RedOp op, V v, int size);
+std::vector<V> cluster_gather(std::span<const V> values, int size);
 V argmax(V v, int axis);
 
 // Loops: begin_for opens an scf.for and returns its induction variable and

@@ -15,6 +15,7 @@
 #include <array>
 #include <cstddef>
 #include <limits>
+#include <tuple>
 #include <type_traits>
 #include <utility>
 
@@ -520,26 +521,48 @@ template <int Axis = -1, class T, int... D> auto min(Tile<T, D...> a) {
   return detail::reduced<Axis>(detail::RedOp::Min, a);
 }
 /// Thread-block clusters. A kernel that calls `cluster_sum<SIZE>`,
-/// `cluster_max<SIZE>` or `cluster_min<SIZE>` runs its programs in clusters
-/// of SIZE (2 to 8) consecutive program ids along axis 0: launch it on a
-/// grid whose x is a multiple of SIZE. Each program of a cluster gives a
-/// scalar and all of them get the same combination (in rank order), so a
-/// row split over a cluster's programs reduces in one exchange. Every
-/// program of a cluster must make the same calls in the same order (not
-/// under a condition that differs between them). On the GPU (sm_90 and
-/// newer) the values meet in the cluster's distributed shared memory; on
-/// the CPU the cluster's programs run on threads of their own.
-template <int SIZE> F32 cluster_sum(F32 v) {
-  static_assert(SIZE >= 2 && SIZE <= 8, "kiln::cluster_sum: a cluster holds 2 to 8 programs");
-  return F32(detail::cluster_reduce(detail::RedOp::Sum, v.v, SIZE));
+/// `cluster_max<SIZE>`, `cluster_min<SIZE>` or `cluster_gather<SIZE>` runs
+/// its programs in clusters of SIZE (2 to 8) consecutive program ids along
+/// axis 0: launch it on a grid whose x is a multiple of SIZE. Each program
+/// of a cluster gives a scalar and all of them get the same combination
+/// (in rank order), so a row split over a cluster's programs reduces in one
+/// exchange. Every program of a cluster must make the same calls in the
+/// same order (not under a condition that differs between them). On the
+/// GPU (sm_90 and newer) the values meet in the cluster's distributed
+/// shared memory; on the CPU the cluster's programs run on threads of their
+/// own.
+namespace detail {
+template <int SIZE> F32 cluster_combine(RedOp op, F32 v) {
+  static_assert(SIZE >= 2 && SIZE <= 8, "kiln: a cluster holds 2 to 8 programs");
+  return F32(cluster_reduce(op, v.v, SIZE));
 }
-template <int SIZE> F32 cluster_max(F32 v) {
-  static_assert(SIZE >= 2 && SIZE <= 8, "kiln::cluster_max: a cluster holds 2 to 8 programs");
-  return F32(detail::cluster_reduce(detail::RedOp::Max, v.v, SIZE));
-}
-template <int SIZE> F32 cluster_min(F32 v) {
-  static_assert(SIZE >= 2 && SIZE <= 8, "kiln::cluster_min: a cluster holds 2 to 8 programs");
-  return F32(detail::cluster_reduce(detail::RedOp::Min, v.v, SIZE));
+template <int SIZE, class X> struct Gathered {
+  static_assert(std::is_same_v<typename X::dtype, f32> && X::rank <= 1,
+                "kiln::cluster_gather: gathers f32 scalars and 1-D f32 tiles");
+};
+template <int SIZE> struct Gathered<SIZE, F32> { using type = Tile<f32, SIZE>; };
+template <int SIZE, int N> struct Gathered<SIZE, Tile<f32, N>> { using type = Tile<f32, SIZE, N>; };
+} // namespace detail
+template <int SIZE> F32 cluster_sum(F32 v) { return detail::cluster_combine<SIZE>(detail::RedOp::Sum, v); }
+template <int SIZE> F32 cluster_max(F32 v) { return detail::cluster_combine<SIZE>(detail::RedOp::Max, v); }
+template <int SIZE> F32 cluster_min(F32 v) { return detail::cluster_combine<SIZE>(detail::RedOp::Min, v); }
+/// Every program of the cluster receives every program's values, in one
+/// exchange: for each argument (an F32 or a Tile<f32, N>), a tile of SIZE
+/// rows (Tile<f32, SIZE> or Tile<f32, SIZE, N>), row r holding the value of
+/// the program of rank r (program_id(0) % SIZE). A merge that needs several
+/// values of each program (a running max, sum and output) waits on the
+/// cluster once:
+///
+///     auto [ms, accs] = cluster_gather<4>(m, acc);
+template <int SIZE, class... Xs> auto cluster_gather(const Xs &...xs) {
+  static_assert(SIZE >= 2 && SIZE <= 8, "kiln::cluster_gather: a cluster holds 2 to 8 programs");
+  static_assert(sizeof...(Xs) >= 1, "kiln::cluster_gather: gathers at least one value");
+  const std::array<detail::V, sizeof...(Xs)> in{xs.v...};
+  std::vector<detail::V> out = detail::cluster_gather(in, SIZE);
+  return [&]<std::size_t... I>(std::index_sequence<I...>) {
+    return std::tuple<typename detail::Gathered<SIZE, Xs>::type...>{
+        typename detail::Gathered<SIZE, Xs>::type(out[I])...};
+  }(std::index_sequence_for<Xs...>{});
 }
 /// Index (i32) of the first maximum along `Axis`.
 template <int Axis = -1, class T, int... D> auto argmax(Tile<T, D...> a) {

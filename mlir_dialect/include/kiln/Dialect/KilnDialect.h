@@ -62,4 +62,11 @@ public:
 #define GET_OP_CLASSES
 #include "kiln/Dialect/KilnOps.h.inc"
 
+namespace kiln {
+/// The size of the clusters a kernel's programs run in: the `size` of its
+/// kiln.cluster_reduce and kiln.cluster_gather ops (one size a kernel, as
+/// their verifiers check), or 0 where it has none.
+uint32_t clusterSizeOf(mlir::Operation *kernel);
+} // namespace kiln
+
 #endif // KILN_DIALECT_KILNDIALECT_H

@@ -624,6 +624,29 @@ def Kiln_ClusterReduceOp : Kiln_Op<"cluster_reduce"> {
   let hasVerifier = 1;
 }
 
+def Kiln_ClusterGatherOp : Kiln_Op<"cluster_gather"> {
+  let summary = "every program of a cluster receives every program's values";
+  let description = [{
+    An all-gather over the programs of a cluster (clusters as for
+    `kiln.cluster_reduce`, of the same size in one kernel): each program
+    contributes its `values` (f32 scalars and 1-D f32 tiles) and each
+    receives, for each of them, a tile with one more leading dimension of
+    `size`, row r holding the value of the program of rank r. All the
+    values meet in one exchange, so a merge that needs several of them
+    (a running max, sum and output) waits on the cluster once. Every
+    program of a cluster must execute the op the same number of times.
+
+    ```mlir
+    %ms, %accs = kiln.cluster_gather %m, %acc size 4 : f32, tensor<64xf32> -> tensor<4xf32>, tensor<4x64xf32>
+    ```
+  }];
+  let arguments = (ins Variadic<AnyTypeOf<[F32, Kiln_TileOf<[F32]>]>>:$values,
+                   ConfinedAttr<I32Attr, [IntMinValue<2>, IntMaxValue<8>]>:$size);
+  let results = (outs Variadic<Kiln_TileOf<[F32]>>:$results);
+  let assemblyFormat = "$values `size` $size attr-dict `:` type($values) `->` type($results)";
+  let hasVerifier = 1;
+}
+
 def Kiln_ArgMaxOp : Kiln_Op<"argmax", [Pure]> {
   let summary = "index of the largest element along one axis";
   let description = [{

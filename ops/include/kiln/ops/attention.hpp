@@ -90,6 +90,81 @@ template <class T, int BM_, int BN_, int D_, bool CAUSAL = true> struct Attentio
   }
 };
 
+namespace detail {
+/// `body` in a loop of one iteration or none: a branch on a value uniform
+/// in a program.
+template <class Cond, class Body> void when(Cond cond, Body body) {
+  for_range(0, where(cond, I32(1), I32(0)), 1, [&](I32) { body(); });
+}
+
+/// What one program of a split decode attention computes (see
+/// AttentionDecode): program s of the S of head h of sequence b attends to
+/// its span of the len = pos[b] + 1 keys, then calls then(m, l, acc, used,
+/// len) with its running max, sum and unnormalised output (the masked
+/// score, 0 and 0 where its span is empty) and the number of programs that
+/// have keys. With `guarded`, programs past the used ones skip their loads
+/// and `then` (kernels whose programs never meet); without, every program
+/// calls `then` (those that exchange values in a cluster).
+template <class T, int BN, int D, class Then>
+void decode_attention_span(Ptr<T> qkv, Ptr<T> kc, Ptr<T> vc, Ptr<i32> pos, I32 C, I32 Tmax, F32 scale, I32 b,
+                           I32 h, I32 s, I32 S, bool guarded, Then then) {
+  // A decode-step kernel, launched while the QKV projection ends: the
+  // positions and the first block's earlier keys (all but the step's
+  // own, which that projection writes) are loaded before the wait, so
+  // their memory round trips overlap the previous kernel.
+  launch_dependents();
+  auto len = load(pos + b) + 1;
+  auto blocks = (len + (BN - 1)) / BN;
+  auto span = (blocks + S - 1) / S * BN;
+  auto used = (len + span - 1) / span; // programs with keys: at most S
+  auto lo = s * span;
+  auto hi = minimum(len, lo + span);
+  auto rd = arange<D>();
+  auto kbase = kc + b * Tmax * C + h * D;
+  auto vbase = vc + b * Tmax * C + h * D;
+  auto offsets = [&](Tile<i32, BN> rn) { return expand_dims<1>(rn) * C + expand_dims<0>(rd); };
+  auto keys = [&](I32 n0) {
+    auto rn = n0 + arange<BN>();
+    auto valid = expand_dims<1>(rn < hi);
+    return std::tuple{load(kbase + offsets(rn), valid, 0), load(vbase + offsets(rn), valid, 0)};
+  };
+  auto rn0 = lo + arange<BN>();
+  auto earlier = expand_dims<1>((rn0 < minimum(hi, len - 1)) & broadcast_to<BN>(s < used));
+  auto k_early = load(kbase + offsets(rn0), earlier, 0);
+  grid_dependency_wait();
+  auto attend = [&] {
+    // The step's own key, where it falls in the first block; the values
+    // are first needed after the scores.
+    auto own = expand_dims<1>(rn0 == len - 1);
+    auto k0 = where(own, load(kbase + offsets(rn0), own, 0), k_early);
+    auto v0 = load(vbase + offsets(rn0), expand_dims<1>(rn0 < hi), 0);
+    // The query, loaded by each thread for the columns of k it holds: no
+    // exchange through shared memory.
+    auto q = load(qkv + b * (3 * C) + h * D + broadcast_to<BN, D>(expand_dims<0>(rd)));
+    using KV = Tile<T, BN, D>;
+    auto init = std::tuple{F32(kMaskedScore), F32(0.0f), zeros<f32, D>(), k0, v0};
+    auto [m, l, acc, kl, vl] =
+        for_range(lo, hi, BN, init, [&](I32 n0, F32 m, F32 l, Tile<f32, D> acc, KV kt, KV vt) {
+          auto [kn, vn] = keys(n0 + BN); // the next block, in flight during this one
+          auto rn = n0 + arange<BN>();
+          auto sc = where(rn < hi, sum<1>(cast<f32>(kt) * cast<f32>(q)) * scale, kMaskedScore);
+          auto m_new = maximum(m, max(sc));
+          auto p = where(rn < hi, exp(sc - m_new), 0.0f);
+          auto alpha = exp(m - m_new);
+          return std::tuple{m_new, l * alpha + sum(p), acc * alpha + sum<0>(cast<f32>(vt) * expand_dims<1>(p)),
+                            kn, vn};
+        });
+    (void)kl;
+    (void)vl;
+    then(m, l, acc, used, len);
+  };
+  if (guarded)
+    detail::when(s < used, attend);
+  else
+    attend();
+}
+} // namespace detail
+
 /// Decode attention split over the sequence (flash-decoding), with the
 /// merge in the same launch. The len = pos[b] + 1 keys of sequence b are
 /// cut into spans of whole BN-key blocks, as even as S = num_programs(2)
@@ -118,6 +193,8 @@ template <class T, int BM_, int BN_, int D_, bool CAUSAL = true> struct Attentio
 /// (the step's own), the values and q are read after the wait.
 template <class T, int BN_, int D_, int SPLITS> struct AttentionDecode {
   static constexpr int BN = BN_, D = D_, Splits = SPLITS;
+  /// The grid's axes: (B, H, S).
+  static constexpr bool kSplitsAlongX = false;
   static_assert(SPLITS >= 1, "at least one program per head");
   /// Plain schedule, one stage; every thread loads at least 16 bytes of a
   /// key block.
@@ -126,85 +203,75 @@ template <class T, int BN_, int D_, int SPLITS> struct AttentionDecode {
   }
   void operator()(Ptr<T> qkv, Ptr<T> kc, Ptr<T> vc, Ptr<f32> part, Ptr<i32> counter, Ptr<T> out,
                   Ptr<i32> pos, I32 C, I32 Tmax, F32 scale) const {
-    // A decode-step kernel, launched while the QKV projection ends: the
-    // positions and the first block's earlier keys (all but the step's
-    // own, which that projection writes) are loaded before the wait, so
-    // their memory round trips overlap the previous kernel.
-    launch_dependents();
     auto b = program_id(0), h = program_id(1), s = program_id(2);
     auto H = num_programs(1), S = num_programs(2);
-    auto len = load(pos + b) + 1;
-    auto blocks = (len + (BN - 1)) / BN;
-    auto span = (blocks + S - 1) / S * BN;
-    auto used = (len + span - 1) / span; // programs with keys: at most S
-    auto lo = s * span;
-    auto hi = minimum(len, lo + span);
     auto rd = arange<D>();
-    auto kbase = kc + b * Tmax * C + h * D;
-    auto vbase = vc + b * Tmax * C + h * D;
-    auto offsets = [&](Tile<i32, BN> rn) { return expand_dims<1>(rn) * C + expand_dims<0>(rd); };
-    auto keys = [&](I32 n0) {
-      auto rn = n0 + arange<BN>();
-      auto valid = expand_dims<1>(rn < hi);
-      return std::tuple{load(kbase + offsets(rn), valid, 0), load(vbase + offsets(rn), valid, 0)};
-    };
-    auto rn0 = lo + arange<BN>();
-    auto earlier = expand_dims<1>((rn0 < minimum(hi, len - 1)) & broadcast_to<BN>(s < used));
-    auto k_early = load(kbase + offsets(rn0), earlier, 0);
-    grid_dependency_wait();
-    // Loops of one iteration or none: branches on values uniform in a program.
-    auto when = [](auto cond, auto body) { for_range(0, where(cond, I32(1), I32(0)), 1, [&](I32) { body(); }); };
-    when(s < used, [&] {
-      // The step's own key, where it falls in the first block; the values
-      // are first needed after the scores.
-      auto own = expand_dims<1>(rn0 == len - 1);
-      auto k0 = where(own, load(kbase + offsets(rn0), own, 0), k_early);
-      auto v0 = load(vbase + offsets(rn0), expand_dims<1>(rn0 < hi), 0);
-      // The query, loaded by each thread for the columns of k it holds: no
-      // exchange through shared memory.
-      auto q = load(qkv + b * (3 * C) + h * D + broadcast_to<BN, D>(expand_dims<0>(rd)));
-      using KV = Tile<T, BN, D>;
-      auto init = std::tuple{F32(kMaskedScore), F32(0.0f), zeros<f32, D>(), k0, v0};
-      auto [m, l, acc, kl, vl] =
-          for_range(lo, hi, BN, init, [&](I32 n0, F32 m, F32 l, Tile<f32, D> acc, KV kt, KV vt) {
-            auto [kn, vn] = keys(n0 + BN); // the next block, in flight during this one
-            auto rn = n0 + arange<BN>();
-            auto sc = where(rn < hi, sum<1>(cast<f32>(kt) * cast<f32>(q)) * scale, kMaskedScore);
-            auto m_new = maximum(m, max(sc));
-            auto p = where(rn < hi, exp(sc - m_new), 0.0f);
-            auto alpha = exp(m - m_new);
-            return std::tuple{m_new, l * alpha + sum(p), acc * alpha + sum<0>(cast<f32>(vt) * expand_dims<1>(p)),
-                              kn, vn};
-          });
-      (void)kl;
-      (void)vl;
-      // One program with keys (S = 1, or at most BN of them): it writes the
-      // output itself, with no parts, count or merge.
-      when(used == 1, [&] { store(out + b * C + h * D + rd, cast<T>(acc / l)); });
-      if constexpr (SPLITS > 1)
-        when(used > 1, [&] {
-          auto parts = part + (b * H + h) * S * (D + 2);
-          auto base = parts + s * (D + 2);
-          store(base + rd, acc);
-          store(base + D, m);
-          store(base + D + 1, l);
-          // The last used program of (b, h) merges the parts; its
-          // atomic_add made every one of them visible.
-          when(atomic_add(counter + b * H + h, 1) == used - 1, [&] {
-            auto rs = arange<SPLITS>();
-            auto in = rs < used;
-            auto ms = load(parts + rs * (D + 2) + D, in, kMaskedScore);
-            auto ls = load(parts + rs * (D + 2) + D + 1, in, 0.0f);
-            auto accs =
-                load(parts + expand_dims<1>(rs) * (D + 2) + expand_dims<0>(rd), expand_dims<1>(in), 0.0f);
-            auto top = max(ms);
-            auto w = where(in, exp(ms - top), 0.0f); // (SPLITS)
-            auto o = sum<0>(accs * expand_dims<1>(w)) / sum(w * ls);
-            store(out + b * C + h * D + rd, cast<T>(o));
-            store(counter + b * H + h, I32(0));
-          });
+    detail::decode_attention_span<T, BN, D>(
+        qkv, kc, vc, pos, C, Tmax, scale, b, h, s, S, /*guarded=*/true,
+        [&](F32 m, F32 l, Tile<f32, D> acc, I32 used, I32) {
+          // One program with keys (S = 1, or at most BN of them): it writes
+          // the output itself, with no parts, count or merge.
+          detail::when(used == 1, [&] { store(out + b * C + h * D + rd, cast<T>(acc / l)); });
+          if constexpr (SPLITS > 1)
+            detail::when(used > 1, [&] {
+              auto parts = part + (b * H + h) * S * (D + 2);
+              auto base = parts + s * (D + 2);
+              store(base + rd, acc);
+              store(base + D, m);
+              store(base + D + 1, l);
+              // The last used program of (b, h) merges the parts; its
+              // atomic_add made every one of them visible.
+              detail::when(atomic_add(counter + b * H + h, 1) == used - 1, [&] {
+                auto rs = arange<SPLITS>();
+                auto in = rs < used;
+                auto ms = load(parts + rs * (D + 2) + D, in, kMaskedScore);
+                auto ls = load(parts + rs * (D + 2) + D + 1, in, 0.0f);
+                auto accs =
+                    load(parts + expand_dims<1>(rs) * (D + 2) + expand_dims<0>(rd), expand_dims<1>(in), 0.0f);
+                auto top = max(ms);
+                auto w = where(in, exp(ms - top), 0.0f); // (SPLITS)
+                auto o = sum<0>(accs * expand_dims<1>(w)) / sum(w * ls);
+                store(out + b * C + h * D + rd, cast<T>(o));
+                store(counter + b * H + h, I32(0));
+              });
+            });
         });
-    });
+  }
+};
+
+/// Decode attention split over the CLUSTER programs of a thread-block
+/// cluster (sm_90 and newer; a thread per program on the CPU): the spans of
+/// AttentionDecode with S = CLUSTER, but the programs' running max, sum and
+/// output meet in the cluster's shared memory (one cluster_gather) instead
+/// of global partials and an atomic count, and the program of rank 0
+/// writes the merged output: no second memory round trip, no counter to
+/// reset, the same work whatever the order the programs finish in. Programs
+/// whose span is empty (a short sequence) still take part in the exchange,
+/// with nothing to contribute.
+///
+/// Grid: (CLUSTER, H, B), the splits along x, where clusters are formed.
+/// `part` and `counter` are not used (the signature is AttentionDecode's,
+/// so that one launch site serves both).
+template <class T, int BN_, int D_, int CLUSTER> struct AttentionDecodeCluster {
+  static constexpr int BN = BN_, D = D_, Splits = CLUSTER;
+  static constexpr bool kSplitsAlongX = true;
+  static_assert(CLUSTER >= 2 && CLUSTER <= 8, "a cluster holds 2 to 8 programs");
+  static constexpr bool feasible(int warps, int stages, int schedule) {
+    return AttentionDecode<T, BN_, D_, CLUSTER>::feasible(warps, stages, schedule);
+  }
+  void operator()(Ptr<T> qkv, Ptr<T> kc, Ptr<T> vc, Ptr<f32>, Ptr<i32>, Ptr<T> out, Ptr<i32> pos, I32 C,
+                  I32 Tmax, F32 scale) const {
+    auto s = program_id(0), h = program_id(1), b = program_id(2);
+    auto rd = arange<D>();
+    detail::decode_attention_span<T, BN, D>(
+        qkv, kc, vc, pos, C, Tmax, scale, b, h, s, I32(CLUSTER), /*guarded=*/false,
+        [&](F32 m, F32 l, Tile<f32, D> acc, I32 used, I32) {
+          auto [ms, ls, accs] = cluster_gather<CLUSTER>(m, l, acc);
+          auto in = arange<CLUSTER>() < used;
+          auto w = where(in, exp(ms - max(ms)), 0.0f); // (CLUSTER)
+          auto o = sum<0>(accs * expand_dims<1>(w)) / sum(w * ls);
+          detail::when(s == 0, [&] { store(out + b * C + h * D + rd, cast<T>(o)); });
+        });
   }
 };
 

@@ -1085,8 +1085,10 @@ template <class D> struct KvCache {
 /// or ops::FewRowsQkv for 2 to 16 sequences), attention split over up to
 /// kMaxSplits programs per sequence and head, each taking an even share of
 /// the keys so far, the last to finish combining them (ops::AttentionDecode:
-/// one grid for every position, so a captured graph serves them all), the
-/// projection. Decode attention reads the positions and the earlier keys
+/// one grid for every position, so a captured graph serves them all), or,
+/// where tuning picks it, over the 4 or 8 programs of a thread-block
+/// cluster that merge through its shared memory
+/// (ops::AttentionDecodeCluster); the projection. Decode attention reads the positions and the earlier keys
 /// before it waits on the QKV kernel: a step starts with an ordinary launch
 /// (nn::Embedding's), so the previous step has completed.
 template <class D> class CausalSelfAttention {
@@ -1489,8 +1491,9 @@ private:
   void launchDecodeAttention(const Kernel<K> &k, Context &c, const Workspace<D> &ws,
                              const Tensor<i32> &pos, int64_t B) const {
     c.launch_as("attention_decode", [&] {
-      k.launch(Grid(uint32_t(B), uint32_t(heads_), uint32_t(K::Splits)),
-               ws.qkv.data(), cache_.k.data(), cache_.v.data(), ws.parts.data(), ws.counter.data(),
+      Grid grid = K::kSplitsAlongX ? Grid(uint32_t(K::Splits), uint32_t(heads_), uint32_t(B))
+                                   : Grid(uint32_t(B), uint32_t(heads_), uint32_t(K::Splits));
+      k.launch(grid, ws.qkv.data(), cache_.k.data(), cache_.v.data(), ws.parts.data(), ws.counter.data(),
                ws.att.data(), pos.data(), int(features()), int(cache_.context()), scale());
     });
   }
@@ -1512,7 +1515,10 @@ private:
                       ops::AttentionDecode<D, 32, HD, 2>, ops::AttentionDecode<D, 32, HD, 4>,
                       ops::AttentionDecode<D, 32, HD, 8>, ops::AttentionDecode<D, 32, HD, 16>,
                       ops::AttentionDecode<D, 32, HD, kMaxSplits>, ops::AttentionDecode<D, 64, HD, 4>,
-                      ops::AttentionDecode<D, 64, HD, 8>, ops::AttentionDecode<D, 64, HD, 16>>,
+                      ops::AttentionDecode<D, 64, HD, 8>, ops::AttentionDecode<D, 64, HD, 16>,
+                      ops::AttentionDecodeCluster<D, 16, HD, 4>, ops::AttentionDecodeCluster<D, 16, HD, 8>,
+                      ops::AttentionDecodeCluster<D, 32, HD, 4>, ops::AttentionDecodeCluster<D, 32, HD, 8>,
+                      ops::AttentionDecodeCluster<D, 64, HD, 4>, ops::AttentionDecodeCluster<D, 64, HD, 8>>,
         tuning::kRowWarps, tuning::kNoStages, tuning::kPlainOnly);
   }
 
