@@ -123,14 +123,15 @@ template <class T, int BLOCK> struct SoftmaxWide {
 /// CLUSTER). From `first` (at most 16 bytes before column 0, so that every
 /// part starts on a 16-byte boundary) the row is cut into CLUSTER spans of
 /// equal length, a multiple of 16 bytes, each held by one program in a
-/// BLOCK-wide tile. The parts' maxima, then their sums, are combined across
-/// the cluster (`cluster_max`, `cluster_sum`): on the GPU through
-/// distributed shared memory (sm_90 and newer). A row fits when its span is
-/// at most BLOCK, which `softmax_cluster_fits` checks (a 50257-wide f16 row:
-/// clusters of 7 x 8192 or 4 x 16384). Same results as Softmax (NaN for
-/// rows torch.softmax gives NaN). Measured slower than Softmax's two sweeps
-/// on an H100 (bench/README.md): the four cluster barriers of a row cost
-/// more than the second read they save.
+/// BLOCK-wide tile. Each part's maximum m and its sum of e^(v - m) meet in
+/// one exchange over the cluster (`cluster_gather`: on the GPU through
+/// distributed shared memory, sm_90 and newer, between two cluster
+/// barriers); every program rescales the sums to the row's maximum M and
+/// its own values by e^(m - M). A row fits when its span is at most BLOCK,
+/// which `softmax_cluster_fits` checks (a 50257-wide f16 row: clusters of
+/// 7 x 8192 or 4 x 16384). Same results as Softmax (NaN for rows
+/// torch.softmax gives NaN). Measured slower than Softmax's two sweeps on an
+/// H100 (bench/README.md).
 template <class T, int BLOCK, int CLUSTER> struct SoftmaxCluster {
   static_assert(CLUSTER >= 2 && CLUSTER <= 8, "SoftmaxCluster: a cluster holds 2 to 8 programs");
   static constexpr int kVec = 16 / int(sizeof(typename T::host));
@@ -143,9 +144,13 @@ template <class T, int BLOCK, int CLUSTER> struct SoftmaxCluster {
     auto c = first + p % CLUSTER * span + lanes;
     auto mask = (lanes < span) & (c >= 0) & (c < n_cols);
     auto v = cast<f32>(load(x + row * x_stride + c, mask, -inf));
-    auto e = exp(v - cluster_max<CLUSTER>(max(v)));
-    auto total = cluster_sum<CLUSTER>(sum(e));
-    store(y + row * y_stride + c, cast<T>(e * (1.0f / total)), mask);
+    auto m = max(v);
+    // A part with no finite value (past the row's end, or -inf) adds 0.
+    auto e = exp(v - where(m == -inf, F32(0.0f), m));
+    auto [ms, sums] = cluster_gather<CLUSTER>(m, sum(e));
+    auto top = max(ms);
+    auto total = sum(sums * exp(ms - top));
+    store(y + row * y_stride + c, cast<T>(e * (exp(m - top) / total)), mask);
   }
 };
 
