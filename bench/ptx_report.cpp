@@ -154,6 +154,9 @@ template <class D> void library(Report &r) {
   r.add<ops::AttentionDecode<D, 32, 64, 4>>(8);
   r.add<ops::AttentionDecode<D, 32, 64, 1>>();
   r.add<ops::AttentionDecode<D, 64, 64, 1>>();
+  r.add<ops::AttentionDecode<D, 16, 64, 16>>(2);
+  r.add<ops::AttentionDecodeCluster<D, 16, 64, 8>>(2);
+  r.add<ops::AttentionDecodeCluster<D, 32, 64, 4>>(2);
 }
 
 } // namespace
