@@ -364,6 +364,12 @@ TEST_CASE("nn::CausalSelfAttention: decode attention is tuned per length bucket"
   }
   CHECK(odd.decode_bucket(150) == 200);
   CHECK(small.decode_bucket(1) == 64);
+  // The untuned decode attention merges in a thread-block cluster where the
+  // target has them.
+  CHECK(nn::detail::hasClusters(Target::cuda("sm_90a")));
+  CHECK(nn::detail::hasClusters(Target::cuda("sm_100")));
+  CHECK_FALSE(nn::detail::hasClusters(Target::cuda("sm_80")));
+  CHECK_FALSE(nn::detail::hasClusters(Target{}));
   // Untuned: no bucket has a tuned kernel. Tuning gives each its own.
   CHECK(attn.decode_tuned(1, 1) == nullptr);
   nn::Workspace<f32> ws(target(), 512, C, 1, H, attn.splits(), C / H);

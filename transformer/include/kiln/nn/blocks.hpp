@@ -39,6 +39,7 @@
 #include <algorithm>
 #include <array>
 #include <cmath>
+#include <cstdlib>
 #include <initializer_list>
 #include <map>
 #include <memory>
@@ -195,6 +196,10 @@ template <class Of> constexpr auto decodeSpace() {
     return hana::type_c<typename Of::template type<decltype(+bn)::value>>;
   });
   return tuning::product(types, tuning::kRowWarps, tuning::kNoStages, tuning::kPlainOnly);
+}
+/// Thread-block clusters (sm_90 and newer).
+inline bool hasClusters(const Target &t) {
+  return t.kind == Target::Kind::Cuda && t.arch.size() > 3 && std::atoi(t.arch.c_str() + 3) >= 90;
 }
 template <class D, int R, int K, bool LN, ops::DecodeEpilogue DE> struct DecodeLinearOf {
   using dtype = D;
@@ -1086,8 +1091,8 @@ template <class D> struct KvCache {
 /// kMaxSplits programs per sequence and head, each taking an even share of
 /// the keys so far, the last to finish combining them (ops::AttentionDecode:
 /// one grid for every position, so a captured graph serves them all), or,
-/// where tuning picks it, over the 4 or 8 programs of a thread-block
-/// cluster that merge through its shared memory
+/// untuned on sm_90 and newer and where tuning picks it, over the 4 or 8
+/// programs of a thread-block cluster that merge through its shared memory
 /// (ops::AttentionDecodeCluster); the projection. Decode attention reads the positions and the earlier keys
 /// before it waits on the QKV kernel: a step starts with an ordinary launch
 /// (nn::Embedding's), so the previous step has completed.
@@ -1348,12 +1353,29 @@ private:
 
   template <int HD> void requestAttention(Context &ctx) {
     auto pre = ctx.kernel<ops::AttentionPrefill<D, 64, 64, HD>>("attention_prefill");
-    // Untuned: 16-key blocks over up to 16 programs a head, 2 warps (the
-    // fastest measured in GPT-2 steps of 65-192 keys on an H100).
+    // Untuned, 2 warps: on sm_90 and newer 32-key blocks over the 4
+    // programs of a thread-block cluster, merged in its shared memory
+    // (H200, chained: 2.9 us a launch against 3.7 at 128 keys, batch 1; 4.1
+    // against 5.4 at batch 8); elsewhere 16-key blocks over up to 16
+    // programs a head, merged through global memory.
     CompileOptions two;
     two.num_warps = 2;
-    using Decode = ops::AttentionDecode<D, 16, HD, 16>;
-    auto dec = ctx.kernel<Decode>("attention_decode", two);
+    auto untuned = [&]<class Decode>() {
+      auto dec = ctx.kernel<Decode>("attention_decode", two);
+      decodeAttention_ = [dec](const CausalSelfAttention &a, Context &c, const Workspace<D> &ws,
+                               const Tensor<i32> &pos, int64_t B, int64_t keys) {
+        if (auto t = a.decodeTuned_.find({B, a.decode_bucket(keys)}); t != a.decodeTuned_.end())
+          return t->second(a, c, ws, pos, B, nullptr);
+        Grid grid = Decode::kSplitsAlongX ? Grid(uint32_t(Decode::Splits), uint32_t(a.heads_), uint32_t(B))
+                                          : Grid(uint32_t(B), uint32_t(a.heads_), uint32_t(Decode::Splits));
+        dec(c, grid, ws.qkv.data(), a.cache_.k.data(), a.cache_.v.data(), ws.parts.data(), ws.counter.data(),
+            ws.att.data(), pos.data(), int(a.features()), int(a.cache_.context()), a.scale());
+      };
+    };
+    if (detail::hasClusters(ctx.target()))
+      untuned.template operator()<ops::AttentionDecodeCluster<D, 32, HD, 4>>();
+    else
+      untuned.template operator()<ops::AttentionDecode<D, 16, HD, 16>>();
     attentionTuner_ = [](CausalSelfAttention &self, Context &c, const Workspace<D> &ws, int64_t rows,
                          int64_t B, const Tensor<D> *x, bool cachedOnly) {
       const Target &t = c.target();
@@ -1418,14 +1440,6 @@ private:
       pre(c, Grid(ceil_div(p.longest, 64), uint32_t(a.heads_), uint32_t(p.prompts)), qkv.data(),
           a.cache_.k.data(), a.cache_.v.data(), att.data(), p.starts.data(), p.lengths.data(),
           int(a.features()), int(a.cache_.context()), a.scale());
-    };
-    decodeAttention_ = [dec](const CausalSelfAttention &a, Context &c, const Workspace<D> &ws,
-                             const Tensor<i32> &pos, int64_t B, int64_t keys) {
-      if (auto t = a.decodeTuned_.find({B, a.decode_bucket(keys)}); t != a.decodeTuned_.end())
-        return t->second(a, c, ws, pos, B, nullptr);
-      dec(c, Grid(uint32_t(B), uint32_t(a.heads_), uint32_t(Decode::Splits)), ws.qkv.data(),
-          a.cache_.k.data(), a.cache_.v.data(), ws.parts.data(), ws.counter.data(), ws.att.data(),
-          pos.data(), int(a.features()), int(a.cache_.context()), a.scale());
     };
   }
   float scale() const { return 1.0f / std::sqrt(float(head_dim())); }
