@@ -179,6 +179,9 @@ int main(int argc, char **argv) {
     int prefetch = gpt2::ModelOptions{}.prefetch_weights ? 1 : 0;
     app.add_option("--prefetch", prefetch,
                    "1: each decode-step product brings the next one's weight into L2 while it runs; 0: not");
+    int fusedMlp = gpt2::ModelOptions{}.fused_mlp_rows;
+    app.add_option("--fused-mlp-rows", fusedMlp,
+                   "steps of up to this many sequences run each MLP as one launch (0, 1 or 2)");
     if (!tool::parse(app, argc, argv))
       return 0;
     gpt2::Mode parsedMode;
@@ -206,6 +209,8 @@ int main(int argc, char **argv) {
       throw tool::UsageError("--few-fuse must be 0 or 1");
     if (prefetch != 0 && prefetch != 1)
       throw tool::UsageError("--prefetch must be 0 or 1");
+    if (fusedMlp < 0 || fusedMlp > 2)
+      throw tool::UsageError("--fused-mlp-rows must be 0, 1 or 2");
     gpt2::Precision prec = gpt2::parse_precision(precision);
     std::string why;
     if (!cuda::available(&why))
@@ -225,6 +230,7 @@ int main(int argc, char **argv) {
     mo.few_row_products = fewRows;
     mo.few_row_fusion = fewFuse == 1;
     mo.prefetch_weights = prefetch == 1;
+    mo.fused_mlp_rows = std::min(fusedMlp, decodeRows);
     auto t1 = Clock::now();
     gpt2::Model model(w, target, prec, gpt2::apply_mode(parsedMode, mo));
     double setupSeconds = since(t1);
@@ -252,10 +258,11 @@ int main(int argc, char **argv) {
       return 0;
     }
     std::printf(
-        "{\"model\": \"%s\", \"precision\": \"%s\", \"mode\": \"%s\", \"decode_kernel_rows\": %d, \"few_rows\": %d, \"few_fuse\": %d, \"prefetch\": %d, "
+        "{\"model\": \"%s\", \"precision\": \"%s\", \"mode\": \"%s\", \"decode_kernel_rows\": %d, \"few_rows\": %d, \"few_fuse\": %d, \"prefetch\": %d, \"fused_mlp_rows\": %d, "
         "\"device\": \"%s\", \"weights_s\": %.3f, \"setup_s\": %.3f, \"compile_s\": %.3f, \"kernels_from_cache\": %d, \"kernels\": %zu, "
         "\"device_bytes\": %zu, \"runs\": [",
-        size.c_str(), precision.c_str(), mode.c_str(), decodeRows, fewRows, fewFuse, prefetch, cuda::device_name().c_str(), weightsSeconds,
+        size.c_str(), precision.c_str(), mode.c_str(), decodeRows, fewRows, fewFuse, prefetch, mo.fused_mlp_rows,
+        cuda::device_name().c_str(), weightsSeconds,
         setupSeconds, e.compile_seconds,
         int(std::count_if(e.kernels.begin(), e.kernels.end(),
                           [](auto &k) { return k.from_cache; })),

@@ -392,7 +392,7 @@ template <class K, int WARPS> void BM_attention_decode(benchmark::State &state) 
   CompileOptions options;
   options.num_warps = WARPS;
   auto k = compile<K>(gpu(), options);
-  Grid grid = K::kSplitsAlongX ? Grid(K::Splits, H, B) : Grid(B, H, K::Splits);
+  Grid grid = K::grid(B, H);
   float scale = 1.0f / std::sqrt(float(D));
   cuda::Stream stream;
   time_graph(state, stream, launches, 2.0 * B * H * double(keys) * D * 2, [&] {
@@ -545,6 +545,100 @@ template <int R, int K, bool LN, ops::DecodeEpilogue E> void BM_decode_rows(benc
       tuned.run();
   });
   state.SetLabel(tuned.label());
+}
+
+/// GPT-2 124M's decode MLP of R rows (768 -> 3072 -> 768): 32 of them on
+/// distinct weights (300 MB, more than L2) chained in one graph, each launch
+/// a programmatic dependent of the one before. BM_mlp_fused runs each as
+/// one ops::DecodeMlp launch (tuned over hidden units a program, chunk and
+/// warps, every candidate's time to stderr); BM_mlp_two as the model has
+/// run it, two ops::DecodeLinear launches (the layernorm, up, bias and gelu;
+/// then down, bias and residual), each tuned the same way. Times are per
+/// MLP; GB/s is on the two weights.
+template <int R> struct MlpWeights {
+  static constexpr int C = 768, H = 3072, copies = 32;
+  cuda::DeviceBuffer<kiln::half> x = random_device<kiln::half>(R * C), g = random_device<kiln::half>(C),
+                                 b = random_device<kiln::half>(C), hidden = random_device<kiln::half>(R * H),
+                                 y = random_device<kiln::half>(R * C);
+  std::vector<std::unique_ptr<cuda::DeviceBuffer<kiln::half>>> wu = device_copies(std::size_t(H) * C, copies),
+                                                                bu = device_copies(H, copies),
+                                                                wd = device_copies(std::size_t(H) * C, copies),
+                                                                bd = device_copies(C, copies);
+  static constexpr double bytes = 2.0 * H * C * 2;
+};
+
+template <int R> void BM_mlp_fused(benchmark::State &state) {
+  MlpWeights<R> w;
+  constexpr int C = MlpWeights<R>::C, H = MlpWeights<R>::H, copies = MlpWeights<R>::copies;
+  cuda::DeviceBuffer<float> acc{std::vector<float>(std::size_t(R) * C, 0.f)};
+  cuda::DeviceBuffer<int32_t> counter(std::vector<int32_t>(1, 0));
+  int which = 0;
+  auto launch = [&](const auto &k) {
+    using Kern = typename std::decay_t<decltype(k)>::kernel_type;
+    k.launch(Grid(ceil_div(H, Kern::BN)), w.x.data(), w.g.data(), w.b.data(), w.wu[which]->data(),
+             w.bu[which]->data(), w.wd[which]->data(), w.bd[which]->data(), w.y.data(), acc.data(), counter.data(), R,
+             H, 1e-5f, w.wu[which]->data(), 0);
+    which = (which + 1) % copies;
+  };
+  namespace hana = boost::hana;
+  constexpr auto space = tuning::product(
+      hana::tuple_t<ops::DecodeMlp<f16, R, 8, C, 128>, ops::DecodeMlp<f16, R, 8, C, 256>,
+                    ops::DecodeMlp<f16, R, 16, C, 128>, ops::DecodeMlp<f16, R, 16, C, 256>,
+                    ops::DecodeMlp<f16, R, 32, C, 128>, ops::DecodeMlp<f16, R, 32, C, 256>>,
+      hana::tuple_c<int, 2, 4, 8>, tuning::kNoStages, tuning::kPlainOnly);
+  std::string key = "mlp fused " + std::to_string(R);
+  auto tuned = tuning::autotune(space, gpu(), key, launch, {}, TuneTiming{copies});
+  for (const auto &r : tuned.results())
+    std::fprintf(stderr, "%s %s %.4f ms %s\n", key.c_str(), r.label.c_str(), r.ms, r.error.c_str());
+  cuda::Stream stream;
+  time_graph(state, stream, copies, MlpWeights<R>::bytes, [&] {
+    for (int i = 0; i < copies; ++i)
+      tuned.run();
+  });
+  state.SetLabel(tuned.label());
+}
+
+template <int R> void BM_mlp_two(benchmark::State &state) {
+  MlpWeights<R> w;
+  constexpr int C = MlpWeights<R>::C, H = MlpWeights<R>::H, copies = MlpWeights<R>::copies;
+  using DE = ops::DecodeEpilogue;
+  namespace hana = boost::hana;
+  int up = 0, down = 0;
+  auto launchUp = [&](const auto &k) {
+    using Kern = typename std::decay_t<decltype(k)>::kernel_type;
+    k.launch(Grid(ceil_div(H, Kern::BN)), w.x.data(), w.g.data(), w.b.data(), w.wu[up]->data(), w.bu[up]->data(),
+             w.hidden.data(), w.hidden.data(), R, H, 1e-5f, w.wu[up]->data(), 0);
+    up = (up + 1) % copies;
+  };
+  auto launchDown = [&](const auto &k) {
+    using Kern = typename std::decay_t<decltype(k)>::kernel_type;
+    k.launch(Grid(ceil_div(C, Kern::BN)), w.hidden.data(), w.g.data(), w.b.data(), w.wd[down]->data(),
+             w.bd[down]->data(), w.x.data(), w.y.data(), R, C, 1e-5f, w.wd[down]->data(), 0);
+    down = (down + 1) % copies;
+  };
+  // (The down kernels read the weight as [N, K]: a [768, 3072] copy, the
+  // same bytes as the fused kernel's [3072, 768].)
+  constexpr auto upSpace = tuning::product(
+      hana::tuple_t<ops::DecodeLinear<f16, R, 4, C, 256, true, DE::BiasGelu>,
+                    ops::DecodeLinear<f16, R, 8, C, 256, true, DE::BiasGelu>,
+                    ops::DecodeLinear<f16, R, 16, C, 256, true, DE::BiasGelu>>,
+      tuning::kRowWarps, tuning::kNoStages, tuning::kPlainOnly);
+  constexpr auto downSpace = tuning::product(
+      hana::tuple_t<ops::DecodeLinear<f16, R, 4, H, 256, false, DE::BiasResidual>,
+                    ops::DecodeLinear<f16, R, 8, H, 256, false, DE::BiasResidual>,
+                    ops::DecodeLinear<f16, R, 16, H, 256, false, DE::BiasResidual>>,
+      tuning::kRowWarps, tuning::kNoStages, tuning::kPlainOnly);
+  auto tunedUp = tuning::autotune(upSpace, gpu(), "mlp up " + std::to_string(R), launchUp, {}, TuneTiming{copies});
+  auto tunedDown =
+      tuning::autotune(downSpace, gpu(), "mlp down " + std::to_string(R), launchDown, {}, TuneTiming{copies});
+  cuda::Stream stream;
+  time_graph(state, stream, copies, MlpWeights<R>::bytes, [&] {
+    for (int i = 0; i < copies; ++i) {
+      tunedUp.run();
+      tunedDown.run();
+    }
+  });
+  state.SetLabel(tunedUp.label() + " + " + tunedDown.label());
 }
 
 /// cuBLAS on the products of BM_few_rows (x [M, K] times one of 32 weights
@@ -705,6 +799,10 @@ BENCHMARK(BM_decode_rows<8, 768, true, DE::BiasGelu>)->Arg(3072)
     ->UseManualTime()->Unit(benchmark::kMicrosecond)->Iterations(1);
 BENCHMARK(BM_decode_rows<8, 3072, false, DE::BiasResidual>)->Arg(768)
     ->UseManualTime()->Unit(benchmark::kMicrosecond)->Iterations(1);
+BENCHMARK(BM_mlp_fused<1>)->UseManualTime()->Unit(benchmark::kMicrosecond)->Iterations(1);
+BENCHMARK(BM_mlp_two<1>)->UseManualTime()->Unit(benchmark::kMicrosecond)->Iterations(1);
+BENCHMARK(BM_mlp_fused<2>)->UseManualTime()->Unit(benchmark::kMicrosecond)->Iterations(1);
+BENCHMARK(BM_mlp_two<2>)->UseManualTime()->Unit(benchmark::kMicrosecond)->Iterations(1);
 BENCHMARK(BM_cublas_few_rows)
     ->Args({8, 768, 2304})->Args({8, 768, 3072})->Args({8, 3072, 768})->Args({8, 768, 768})->Args({8, 768, 50257})
     ->Args({16, 3072, 768})->Args({16, 768, 3072})

@@ -371,6 +371,10 @@ V atomic_add(V p, V value) {
   return wrap(kiln::AtomicAddOp::create(b(), loc(), b().getI32Type(), val(p), val(value)));
 }
 
+void atomic_accumulate(V p, V value, V mask) {
+  kiln::AtomicAccumulateOp::create(b(), loc(), val(p), val(value), mask.impl ? val(mask) : Value());
+}
+
 void grid_dependency_wait() { kiln::GridDependencyWaitOp::create(b(), loc()); }
 void launch_dependents() { kiln::LaunchDependentsOp::create(b(), loc()); }
 

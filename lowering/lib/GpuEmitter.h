@@ -217,6 +217,12 @@ private:
 
   Value i32(int64_t v) { return arith::ConstantOp::create(b, loc, b.getI32IntegerAttr(v)); }
 
+  /// a && b, where a null value stands for true (no mask, no owner test).
+  Value both(Value x, Value y) {
+    if (!x || !y)
+      return x ? x : y;
+    return arith::AndIOp::create(b, loc, x, y);
+  }
   /// i1: this thread performs the side effects (global stores) for the
   /// elements it holds in layout `l`, being the lowest-numbered of the
   /// threads holding copies of them; null when every element has one holder.
@@ -887,6 +893,7 @@ public:
   /// kiln.prefetch: prefetch.global.L2 of each element this thread owns
   /// (predicated on the mask), no result, nothing waits for it.
   LogicalResult emitPrefetch(kiln::PrefetchOp op);
+  LogicalResult emitAtomicAccumulate(kiln::AtomicAccumulateOp op);
   LogicalResult emitMBarrierInit(kiln::MBarrierInitOp op);
   LogicalResult emitMBarrierArrive(kiln::MBarrierArriveOp op);
   LogicalResult emitMBarrierWait(kiln::MBarrierWaitOp op);

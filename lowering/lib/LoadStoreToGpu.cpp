@@ -453,13 +453,33 @@ LogicalResult Emitter::emitPrefetch(kiln::PrefetchOp op) {
   SmallVector<Value> ptrs = raw(op.getPtr());
   SmallVector<Value> masks = op.getMask() ? raw(op.getMask()) : SmallVector<Value>{};
   for (int64_t j = 0; j < l.perThread; ++j) {
-    Value pred = masks.empty() ? owner : pick(masks, j);
-    if (owner && !masks.empty())
-      pred = arith::AndIOp::create(b, loc, pred, owner);
+    Value pred = both(masks.empty() ? Value() : pick(masks, j), owner);
     if (pred)
       inlinePtx(b, loc, {pick(ptrs, j), pred}, "@$1 prefetch.global.L2 [$0];", "l,b");
     else
       inlinePtx(b, loc, {pick(ptrs, j)}, "prefetch.global.L2 [$0];", "l");
+  }
+  return success();
+}
+
+LogicalResult Emitter::emitAtomicAccumulate(kiln::AtomicAccumulateOp op) {
+  if (inSlice(op.getPtr().getType()) || mmaOf(op.getPtr().getType()))
+    return op.emitError("convert-kiln-to-gpu: atomic_accumulate takes pointers in a blocked layout, not "
+                        "an accumulator's or a slice of one");
+  Layout l = layoutOf(op.getPtr().getType());
+  // An element several threads hold is added by one of them. Predicated
+  // reductions, not branches (see emitStore).
+  Value owner = ownsElements(l);
+  SmallVector<Value> ptrs = raw(op.getPtr()), vals = raw(op.getValue());
+  SmallVector<Value> masks = op.getMask() ? raw(op.getMask()) : SmallVector<Value>{};
+  for (int64_t j = 0; j < l.perThread; ++j) {
+    Value pred = both(masks.empty() ? Value() : pick(masks, j), owner);
+    if (pred)
+      inlinePtx(b, loc, {pick(ptrs, j), pick(vals, j), pred}, "@$2 red.relaxed.gpu.global.add.f32 [$0], $1;",
+                "l,f,b,~{memory}");
+    else
+      inlinePtx(b, loc, {pick(ptrs, j), pick(vals, j)}, "red.relaxed.gpu.global.add.f32 [$0], $1;",
+                "l,f,~{memory}");
   }
   return success();
 }
@@ -665,6 +685,7 @@ void populateLoadStoreToGpuPatterns(const TypeConverter &converter, LoweringStat
   addPattern<kiln::LoadOp, &Emitter::emitLoad>(patterns, converter, state);
   addPattern<kiln::StoreOp, &Emitter::emitStore>(patterns, converter, state);
   addPattern<kiln::AtomicAddOp, &Emitter::emitAtomicAdd>(patterns, converter, state);
+  addPattern<kiln::AtomicAccumulateOp, &Emitter::emitAtomicAccumulate>(patterns, converter, state);
   addPattern<kiln::LocalAllocOp, &Emitter::emitLocalAlloc>(patterns, converter, state);
   addPattern<kiln::AsyncCopyOp, &Emitter::emitAsyncCopy>(patterns, converter, state);
   addPattern<kiln::AsyncCommitOp, &Emitter::emitAsyncGroup>(patterns, converter, state);

@@ -81,6 +81,28 @@ struct LoadLowering : OpConversionPattern<kiln::LoadOp> {
   }
 };
 
+/// A loop nest over `tile`'s elements at the insertion point, calling
+/// body(address, value, mask) with element i of `ptrs`, `values` and `mask`
+/// (null without one) in its innermost loop.
+template <class F>
+void forEachElement(ConversionPatternRewriter &rewriter, Location loc, RankedTensorType tile, Value ptrs,
+                    Value values, Value mask, F body) {
+  OpBuilder::InsertionGuard guard(rewriter);
+  SmallVector<Value> ivs;
+  Value zero = arith::ConstantIndexOp::create(rewriter, loc, 0);
+  Value one = arith::ConstantIndexOp::create(rewriter, loc, 1);
+  for (int64_t d : tile.getShape()) {
+    Value ub = arith::ConstantIndexOp::create(rewriter, loc, d);
+    auto loop = scf::ForOp::create(rewriter, loc, zero, ub, one);
+    ivs.push_back(loop.getInductionVar());
+    rewriter.setInsertionPoint(loop.getBody()->getTerminator());
+  }
+  Value addr = tensor::ExtractOp::create(rewriter, loc, ptrs, ivs);
+  Value value = tensor::ExtractOp::create(rewriter, loc, values, ivs);
+  Value bit = mask ? Value(tensor::ExtractOp::create(rewriter, loc, mask, ivs)) : Value();
+  body(addr, value, bit);
+}
+
 struct StoreLowering : OpConversionPattern<kiln::StoreOp> {
   using OpConversionPattern::OpConversionPattern;
   LogicalResult matchAndRewrite(kiln::StoreOp op, OpAdaptor adaptor,
@@ -93,22 +115,8 @@ struct StoreLowering : OpConversionPattern<kiln::StoreOp> {
       return success();
     }
     // A loop nest over the tile; stores have no tensor result to build.
-    SmallVector<Value> ivs;
-    OpBuilder::InsertionGuard guard(rewriter);
-    Value zero = arith::ConstantIndexOp::create(rewriter, loc, 0);
-    Value one = arith::ConstantIndexOp::create(rewriter, loc, 1);
-    for (int64_t d : tile.getShape()) {
-      Value ub = arith::ConstantIndexOp::create(rewriter, loc, d);
-      auto loop = scf::ForOp::create(rewriter, loc, zero, ub, one);
-      ivs.push_back(loop.getInductionVar());
-      rewriter.setInsertionPoint(loop.getBody()->getTerminator());
-    }
-    Value addr = tensor::ExtractOp::create(rewriter, loc, adaptor.getPtr(), ivs);
-    Value value = tensor::ExtractOp::create(rewriter, loc, adaptor.getValue(), ivs);
-    Value mask =
-        adaptor.getMask() ? Value(tensor::ExtractOp::create(rewriter, loc, adaptor.getMask(), ivs))
-                          : Value();
-    storeElement(rewriter, loc, addr, value, mask);
+    forEachElement(rewriter, loc, tile, adaptor.getPtr(), adaptor.getValue(), adaptor.getMask(),
+                   [&](Value addr, Value value, Value mask) { storeElement(rewriter, loc, addr, value, mask); });
     rewriter.eraseOp(op);
     return success();
   }
@@ -143,6 +151,36 @@ struct AtomicAddLowering : OpConversionPattern<kiln::AtomicAddOp> {
     replaceWithRuntimeCall(op, rewriter, "kiln_atomic_add_i32",
                            rewriter.getFunctionType({rewriter.getI64Type(), i32}, {i32}),
                            {adaptor.getPtr(), adaptor.getValue()});
+    return success();
+  }
+};
+
+/// `kiln_atomic_add_f32(address, value)` of the runtime for each element
+/// (whose mask holds), in a loop nest over the tile.
+struct AtomicAccumulateLowering : OpConversionPattern<kiln::AtomicAccumulateOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult matchAndRewrite(kiln::AtomicAccumulateOp op, OpAdaptor adaptor,
+                                ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    auto type = rewriter.getFunctionType({rewriter.getI64Type(), rewriter.getF32Type()}, {});
+    declareRuntime(op, rewriter, "kiln_atomic_add_f32", type);
+    auto add = [&](OpBuilder &b, Value addr, Value value, Value mask) {
+      OpBuilder::InsertionGuard guard(b);
+      if (mask) {
+        auto ifOp = scf::IfOp::create(b, loc, mask, /*withElseRegion=*/false);
+        b.setInsertionPointToStart(ifOp.thenBlock());
+      }
+      func::CallOp::create(b, loc, "kiln_atomic_add_f32", TypeRange{}, ValueRange{addr, value});
+    };
+    auto tile = dyn_cast<RankedTensorType>(op.getValue().getType());
+    if (!tile) {
+      add(rewriter, adaptor.getPtr(), adaptor.getValue(), adaptor.getMask());
+      rewriter.eraseOp(op);
+      return success();
+    }
+    forEachElement(rewriter, loc, tile, adaptor.getPtr(), adaptor.getValue(), adaptor.getMask(),
+                   [&](Value addr, Value value, Value mask) { add(rewriter, addr, value, mask); });
+    rewriter.eraseOp(op);
     return success();
   }
 };
@@ -250,7 +288,7 @@ template <class Op> struct EraseGridDependency : OpConversionPattern<Op> {
 } // namespace
 
 void kiln::populateMemoryToCpuPatterns(CpuTypeConverter &converter, RewritePatternSet &patterns) {
-  patterns.add<AddPtrLowering, LoadLowering, StoreLowering, AtomicAddLowering, ClusterReduceLowering, ClusterGatherLowering,
+  patterns.add<AddPtrLowering, LoadLowering, StoreLowering, AtomicAddLowering, AtomicAccumulateLowering, ClusterReduceLowering, ClusterGatherLowering,
                EraseGridDependency<kiln::GridDependencyWaitOp>, EraseGridDependency<kiln::LaunchDependentsOp>,
                EraseGridDependency<kiln::PrefetchOp>>(
       converter, patterns.getContext());

@@ -181,6 +181,12 @@ LogicalResult AtomicAddOp::verify() {
   return success();
 }
 
+LogicalResult AtomicAccumulateOp::verify() {
+  if (!mlir::getElementTypeOrSelf(getPointeeType(getPtr().getType())).isF32())
+    return emitOpError("needs pointers to f32, got ") << getPtr().getType();
+  return success();
+}
+
 LogicalResult AddPtrOp::verify() {
   Type ptr = getPtr().getType(), off = getOffset().getType();
   if (rankOf(ptr) != rankOf(off) || shapeOf(ptr) != shapeOf(off))

@@ -49,6 +49,11 @@ extern "C" int32_t kiln_atomic_add_i32(int64_t address, int32_t value) {
   return __atomic_fetch_add(reinterpret_cast<int32_t *>(address), value, __ATOMIC_SEQ_CST);
 }
 
+// kiln.atomic_accumulate on the CPU.
+extern "C" void kiln_atomic_add_f32(int64_t address, float value) {
+  std::atomic_ref<float>(*reinterpret_cast<float *>(address)).fetch_add(value, std::memory_order_relaxed);
+}
+
 // kiln.cluster_reduce and kiln.cluster_gather on the CPU: the programs of a
 // cluster run on threads of their own, which meet at a barrier to exchange
 // their values.
@@ -117,6 +122,7 @@ llvm::orc::SymbolMap runtimeSymbols(llvm::orc::MangleAndInterner &interner) {
   add("__truncsfbf2", reinterpret_cast<void *>(&kiln_truncsfbf2));
   add("__truncdfbf2", reinterpret_cast<void *>(&kiln_truncdfbf2));
   add("kiln_atomic_add_i32", reinterpret_cast<void *>(&kiln_atomic_add_i32));
+  add("kiln_atomic_add_f32", reinterpret_cast<void *>(&kiln_atomic_add_f32));
   add("kiln_cluster_reduce_f32", reinterpret_cast<void *>(&kiln_cluster_reduce_f32));
   add("kiln_cluster_gather_begin", reinterpret_cast<void *>(&kiln_cluster_gather_begin));
   add("kiln_cluster_put_f32", reinterpret_cast<void *>(&kiln_cluster_put_f32));

@@ -351,6 +351,20 @@ TEST_CASE("batches decode alike on the decode-step kernels and on the prefill pr
                        "gpt2: decode_kernel_rows must be 0, 1, 2, 4 or 8 (got 3)", Error);
 }
 
+TEST_CASE("the fused decode MLP: fp32 models keep the two products, three rows are refused") {
+  Golden g = readGolden(testData() + "/tiny_golden.json");
+  Weights w = Weights::random(g.config, g.seed);
+  ModelOptions f32;
+  f32.fused_mlp_rows = 2;
+  Model exact(w, target(), Precision::F32, f32);
+  for (const auto &k : exact.explain().kernels)
+    CHECK(k.role.rfind("mlp_decode", 0) == std::string::npos);
+  ModelOptions bad;
+  bad.fused_mlp_rows = 3;
+  CHECK_THROWS_WITH_AS(Model(w, target(), Precision::F32, bad), "gpt2: fused_mlp_rows must be 0, 1 or 2 (got 3)",
+                       Error);
+}
+
 TEST_CASE("sampling: seeded, top-k 1 is greedy, bad options are refused") {
   Golden g = readGolden(testData() + "/tiny_golden.json");
   Weights w = Weights::random(g.config, g.seed);
@@ -518,6 +532,44 @@ TEST_CASE("fp16 batches decode alike on the few-row products and on the prefill 
   bad.few_row_products = 17;
   CHECK_THROWS_WITH_AS(Model(w, target(), Precision::F16, bad), "gpt2: few_row_products must be 0 to 16 (got 17)",
                        Error);
+}
+
+// The CPU backend runs fp32 only; the fused MLP is for 16-bit types.
+TEST_CASE("fp16 decode steps of 1 and 2 sequences with each MLP in one launch follow HF's greedy tokens") {
+  Golden g = readGolden(testData() + "/tiny_golden.json");
+  Weights w = Weights::random(g.config, g.seed);
+  GenerateOptions go;
+  go.max_new_tokens = int(g.greedy.size());
+  go.stop_at_eot = false;
+  // As the GPU tests check fp16: identical up to the first step where HF's
+  // top two logits are closer than fp16's error.
+  float lo = *std::min_element(g.last.begin(), g.last.end());
+  float hi = *std::max_element(g.last.begin(), g.last.end());
+  double bound = 2e-2 * double(hi - lo);
+  for (int fused : {2, 0}) {
+    CAPTURE(fused);
+    ModelOptions mo;
+    mo.max_batch = 2;
+    mo.decode_kernel_rows = 2;
+    mo.fused_mlp_rows = fused;
+    Model model(w, target(), Precision::F16, mo);
+    auto has = [&](const std::string &role) {
+      const auto &ks = model.explain().kernels;
+      return std::any_of(ks.begin(), ks.end(), [&](const auto &k) { return k.role == role; });
+    };
+    CHECK(has("mlp_decode1") == (fused > 0));
+    CHECK(has("mlp_decode2") == (fused > 0));
+    auto out = model.generate({g.prompt, g.prompt}, go);
+    out.push_back(model.generate({g.prompt}, go).at(0));
+    for (const auto &seq : out) {
+      std::size_t checked = 0;
+      while (checked < g.greedy.size() && g.gaps[checked] >= bound && seq[checked] == g.greedy[checked])
+        ++checked;
+      MESSAGE("fused_mlp_rows " << fused << ": greedy tokens identical to HF for " << checked << " of "
+                                << g.greedy.size());
+      CHECK((checked == g.greedy.size() || g.gaps[checked] < bound));
+    }
+  }
 }
 
 TEST_CASE("a long fp16 prefill agrees with a short one on their common rows") {

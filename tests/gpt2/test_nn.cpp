@@ -366,10 +366,14 @@ TEST_CASE("nn::CausalSelfAttention: decode attention is tuned per length bucket"
   CHECK(small.decode_bucket(1) == 64);
   // The untuned decode attention merges in a thread-block cluster where the
   // target has them.
-  CHECK(nn::detail::hasClusters(Target::cuda("sm_90a")));
-  CHECK(nn::detail::hasClusters(Target::cuda("sm_100")));
-  CHECK_FALSE(nn::detail::hasClusters(Target::cuda("sm_80")));
-  CHECK_FALSE(nn::detail::hasClusters(Target{}));
+  CHECK(Target::cuda("sm_90a").has_clusters());
+  CHECK(Target::cuda("sm_100").has_clusters());
+  CHECK_FALSE(Target::cuda("sm_80").has_clusters());
+  CHECK(Target::cuda("sm_90a").sm() == 90);
+  CHECK(Target::cuda("sm_120a").sm() == 120);
+  CHECK(Target::cuda("gfx90").sm() == 0);
+  CHECK(Target::cpu().sm() == 0);
+  CHECK(Target::cpu().has_clusters()); // emulated, a thread per program
   // Untuned: no bucket has a tuned kernel. Tuning gives each its own.
   CHECK(attn.decode_tuned(1, 1) == nullptr);
   nn::Workspace<f32> ws(target(), 512, C, 1, H, attn.splits(), C / H);
@@ -532,6 +536,91 @@ static_assert(tuning::feasible<ops::DecodeLinear<f16, 8, 4, 3072, 256, false, op
 static_assert(!tuning::feasible<ops::DecodeLinear<f16, 1, 8, 768, 256, true, ops::DecodeEpilogue::Bias>>(4, 3, 0));
 static_assert(!tuning::feasible<ops::AttentionPrefill<f16, 64, 64, 64>>(8, 2, 0));
 static_assert(tuning::size(nn::detail::decodeSpace<nn::detail::DecodeQkvOf<f16, 1, 768>>()) > 4);
+
+TEST_CASE("nn::Mlp runs decode steps of 1 and 2 rows as one launch that agrees with the two products") {
+  const int64_t C = 64, F = 4 * C;
+  const double tol = 2e-2;
+  nn::Context ctx(target());
+  auto transposed = [&](const nn::Tensor<f16> &w) {
+    return nn::Tensor<f16>(target(), {w.dim(1), w.dim(0)}, nn::transpose(w.to_host(), w.dim(0), w.dim(1)));
+  };
+  nn::Tensor<f16> lnw = halfTensor({C}, 70), lnb = halfTensor({C}, 71, 0.1f);
+  nn::Tensor<f16> wfc = halfTensor({C, F}, 72, 0.2f), bfc = halfTensor({F}, 73, 0.1f);
+  nn::Tensor<f16> wout = halfTensor({F, C}, 74, 0.1f), bout = halfTensor({C}, 75, 0.1f);
+  auto mlp = [&](int fused) {
+    nn::NormLinear<f16, Epilogue::BiasGelu> fc(ctx, nn::LayerNorm<f16>(ctx, lnw, lnb), wfc, bfc, transposed(wfc),
+                                               {"fc", 2}, nn::Widths<C>{});
+    nn::Linear<f16, Epilogue::BiasResidual> out(ctx, wout, bout, transposed(wout), {"mlp_proj", 2}, nn::Widths<F>{});
+    return nn::Mlp<f16>(ctx, std::move(fc), std::move(out), fused, nn::Widths<C>{});
+  };
+  nn::Mlp<f16> fused = mlp(2), one = mlp(1), apart = mlp(0);
+  ctx.compile();
+  CHECK(fused.fuses(1));
+  CHECK(fused.fuses(2));
+  CHECK_FALSE(fused.fuses(3));
+  CHECK(one.fuses(1));
+  CHECK_FALSE(one.fuses(2));
+  CHECK_FALSE(apart.fuses(1));
+  nn::Workspace<f16> ws(target(), 4, C, 4, 4, 1, C / 4);
+  for (int64_t M : {1, 2, 1, 3}) { // the accumulator is zero again after each launch
+    CAPTURE(M);
+    nn::Tensor<f16> x0 = halfTensor({M, C}, 80 + uint32_t(M), 3.0f);
+    std::vector<float> before = floats(x0);
+    nn::Tensor<f16> a(target(), {M, C}, x0.to_host()), b(target(), {M, C}, x0.to_host());
+    ctx.reset_launches();
+    fused(ctx, a, ws.rows(M));
+    if (M <= 2)
+      CHECK(ctx.launches() == 1);
+    apart(ctx, b, ws.rows(M));
+    checkClose(floats(a), doubles(floats(b)), tol);
+    // And against the reference: x + gelu(ln(x) W1 + b1) W2 + b2.
+    std::vector<float> n = normedHalf(x0, fused.fc().layernorm());
+    std::vector<double> h = reference(n, floats(wfc), floats(bfc), nullptr, Epilogue::BiasGelu, int(M), int(F), int(C));
+    std::vector<float> hf(h.begin(), h.end());
+    checkClose(floats(a), reference(hf, floats(wout), floats(bout), &before, Epilogue::BiasResidual, int(M), int(C), int(F)),
+               tol);
+  }
+  // One row only: two rows run the two products.
+  nn::Tensor<f16> x2 = halfTensor({2, C}, 90, 3.0f);
+  ctx.reset_launches();
+  one(ctx, x2, ws.rows(2));
+  CHECK(ctx.launches() == 2);
+}
+
+TEST_CASE("nn::Mlp refuses a fused decode MLP it cannot build") {
+  const int64_t C = 64, F = 4 * C;
+  nn::Context ctx(target());
+  nn::Tensor<f16> w1 = halfTensor({C, F}, 1), b1 = halfTensor({F}, 2), w2 = halfTensor({F, C}, 3), b2 = halfTensor({C}, 4);
+  nn::Tensor<f16> w1t(target(), {F, C}, nn::transpose(w1.to_host(), C, F));
+  auto fc = [&](nn::Tensor<f16> wt) {
+    return nn::NormLinear<f16, Epilogue::BiasGelu>(ctx, nn::LayerNorm<f16>(ctx, halfTensor({C}, 5), halfTensor({C}, 6)),
+                                                   w1, b1, wt, {"fc", wt.empty() ? 0 : 1}, nn::Widths<C>{});
+  };
+  auto proj = [&] { return nn::Linear<f16, Epilogue::BiasResidual>(ctx, w2, b2, {}, {"mlp_proj", 0}); };
+  auto message = [&](auto make) {
+    try {
+      make();
+    } catch (const Error &e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  CHECK(message([&] { nn::Mlp<f16>(ctx, fc(w1t), proj(), 3, nn::Widths<C>{}); }).find("fused decode steps of 1 or 2 rows, not 3") !=
+        std::string::npos);
+  CHECK(message([&] { nn::Mlp<f16>(ctx, fc({}), proj(), 1, nn::Widths<C>{}); }).find("needs the first product's [N, K] weight copy") !=
+        std::string::npos);
+  CHECK(message([&] { nn::Mlp<f16>(ctx, fc(w1t), proj(), 1, nn::Widths<128>{}); }).find("decode kernels for 64 features were not built") !=
+        std::string::npos);
+  nn::Tensor<f32> v1 = tensor({C, F}, 7), v2 = tensor({F, C}, 8);
+  nn::Tensor<f32> v1t(target(), {F, C}, nn::transpose(v1.to_host(), C, F));
+  CHECK(message([&] {
+          nn::Mlp<f32>(ctx,
+                       nn::NormLinear<f32, Epilogue::BiasGelu>(ctx, nn::LayerNorm<f32>(ctx, tensor({C}, 9), tensor({C}, 10)), v1,
+                                                               tensor({F}, 11), v1t, {"fc", 1}, nn::Widths<C>{}),
+                       nn::Linear<f32, Epilogue::BiasResidual>(ctx, v2, tensor({C}, 12), {}, {"mlp_proj", 0}), 1,
+                       nn::Widths<C>{});
+        }).find("the fused decode MLP takes 16-bit types") != std::string::npos);
+}
 
 TEST_CASE("decode-step kernels tune over their declared space and agree with the reference") {
   test::TempDir dir("nn-tune-decode");

@@ -1183,6 +1183,98 @@ TEST_CASE("atomic_add: the last program of a group sees the stores of the others
   }
 }
 
+namespace {
+/// Program (g, i) adds (i + 1) * (r + 1) to acc[g * 64 + r] for r < n; the
+/// last program of group g to count reads the sums back, writes them to
+/// `total` and zeroes acc and its counter.
+struct AccumulateGroups {
+  void operator()(Ptr<f32> acc, Ptr<i32> counter, Ptr<f32> total, I32 n) const {
+    auto g = program_id(0), i = program_id(1), P = num_programs(1);
+    auto r = arange<64>();
+    auto row = acc + g * 64 + r;
+    atomic_accumulate(row, cast<f32>((i + 1) * (r + 1)), r < n);
+    ops::detail::when(atomic_add(counter + g, 1) == P - 1, [&] {
+      store(total + g * 64 + r, load(row));
+      store(row, zeros<f32, 64>());
+      store(counter + g, I32(0));
+    });
+  }
+};
+} // namespace
+
+TEST_CASE("atomic_accumulate: every program's additions land, and the last to count sees them") {
+  auto k = compile<AccumulateGroups>(kCpu);
+  const int G = 3, P = 40, n = 50;
+  std::vector<float> acc(G * 64, 0.f);
+  std::vector<int32_t> counter(G, 0);
+  Mem dacc(acc);
+  Mem dcount(counter);
+  for (int rep = 0; rep < 3; ++rep) { // acc and the counters are zero again after each launch
+    std::vector<float> total(G * 64, -1.f);
+    Mem dtotal(total);
+    k.launch(Grid(G, P), dacc(), dcount(), dtotal(), n);
+    std::vector<float> want(G * 64, 0.f);
+    for (int g = 0; g < G; ++g)
+      for (int r = 0; r < n; ++r) // sum over i of (i + 1)(r + 1), exact in f32
+        want[std::size_t(g * 64 + r)] = float(P * (P + 1) / 2 * (r + 1));
+    CHECK(dtotal.fetch() == want);
+    CHECK(dacc.fetch() == std::vector<float>(G * 64, 0.f));
+    CHECK(dcount.fetch() == std::vector<int32_t>(G, 0));
+  }
+}
+
+TEST_CASE_TEMPLATE("decode MLP: layernorm, up, gelu, down, bias and residual in one launch", T, float, half) {
+  using D = std::conditional_t<std::is_same_v<T, float>, f32, f16>;
+  // H = 200 hidden units are not whole 16-unit slices, and M = 3 of BM = 4
+  // rows: row 3 must stay untouched. In place (out = x), twice: the
+  // accumulator and the counter are zero again after a launch.
+  constexpr int C = 128, BH = 16;
+  auto k = compile<ops::DecodeMlp<D, 4, BH, C, 64>>(kCpu);
+  const int M = 3, H = 200;
+  auto x0 = test::random_vector<T>(std::size_t(4) * C, 51, -2, 3);
+  auto g = test::random_vector<T>(C, 52), beta = test::random_vector<T>(C, 53);
+  auto wu = test::random_vector<T>(std::size_t(C) * H, 54); // [C, H]
+  auto bu = test::random_vector<T>(H, 55);
+  auto wd = test::random_vector<T>(std::size_t(H) * C, 56); // [H, C]
+  auto bd = test::random_vector<T>(C, 57);
+  auto wut = transposed(wu, C, H);
+  std::vector<float> acc(std::size_t(4) * C, 0.f);
+  std::vector<int32_t> counter{0};
+  std::vector<T> io = x0;
+  Mem dio(io);
+  Mem dg(g);
+  Mem dbeta(beta);
+  Mem dwut(wut);
+  Mem dbu(bu);
+  Mem dwd(wd);
+  Mem dbd(bd);
+  Mem dacc(acc);
+  Mem dcount(counter);
+  double tol = std::is_same_v<T, half> ? 3e-2 : 1e-4;
+  std::vector<T> x = x0;
+  for (int rep = 0; rep < 2; ++rep) {
+    k.launch(Grid(ceil_div(H, BH)), dio(), dg(), dbeta(), dwut(), dbu(), dwd(), dbd(), dio(), dacc(), dcount(), M,
+             H, 1e-5f, dwd(), int(wd.size()));
+    auto normed = ref::layernorm(x, g, beta, M, C, 1e-5);
+    std::vector<float> nf(normed.begin(), normed.end()), wuf(wu.begin(), wu.end()), buf(bu.begin(), bu.end());
+    auto hidden = ref::matmul(nf, wuf, M, H, C, &buf);
+    std::vector<T> ht; // rounded to T, as the kernel (and the two-launch MLP) does
+    for (double h : hidden)
+      ht.push_back(T(float(h)));
+    auto want = ref::matmul(ht, wd, M, C, H);
+    for (int m = 0; m < M; ++m)
+      for (int c = 0; c < C; ++c)
+        want[std::size_t(m) * C + c] += double(float(bd[std::size_t(c)])) + double(float(x[std::size_t(m) * C + c]));
+    for (int c = 0; c < C; ++c)
+      want.push_back(double(float(x[std::size_t(3 * C + c)])));
+    check(dio.fetch(), want, tol, tol);
+    for (std::size_t i = 0; i < want.size(); ++i)
+      x[i] = dio.host[i]; // the next launch's input
+    CHECK(dacc.fetch() == std::vector<float>(std::size_t(4) * C, 0.f));
+    CHECK(dcount.fetch() == std::vector<int32_t>{0});
+  }
+}
+
 TEST_CASE("decode attention over a split cache matches softmax attention") {
   // Sequences of 1, 2, 9, 38 and 300 keys (blocks of 8) over 1, 3 and 4
   // programs per head: spans of one block and of many, programs past the

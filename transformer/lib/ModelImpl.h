@@ -136,7 +136,10 @@ template <class D> struct ModelImpl final : Model::Impl {
     nn::Linear<D, Epilogue::BiasResidual> mlpProj(ctx, upload(p[10], {4 * C, C}),
                                                   upload(p[11], {C}), decodeCopy(15, {C, 4 * C}),
                                                   {"mlp_proj", rows, few}, W4{});
-    return nn::TransformerBlock<D>(std::move(attn), nn::Mlp<D>(std::move(fc), std::move(mlpProj)));
+    // The fused decode MLP for 16-bit types, where there are decode kernels.
+    int fused = CW && !std::is_same_v<D, kiln::f32> ? std::min(opts.fused_mlp_rows, rows) : 0;
+    return nn::TransformerBlock<D>(std::move(attn),
+                                   nn::Mlp<D>(ctx, std::move(fc), std::move(mlpProj), fused, W1{}));
   }
 
   /// Embedding widths whose layers get decode-step kernels (and hence the
@@ -149,6 +152,8 @@ template <class D> struct ModelImpl final : Model::Impl {
     if (o.decode_kernel_rows != nn::detail::decodeRowsOf(o.decode_kernel_rows))
       throw Error("gpt2: decode_kernel_rows must be 0, 1, 2, 4 or 8 (got " + std::to_string(o.decode_kernel_rows) +
                   ")");
+    if (o.fused_mlp_rows < 0 || o.fused_mlp_rows > 2)
+      throw Error("gpt2: fused_mlp_rows must be 0, 1 or 2 (got " + std::to_string(o.fused_mlp_rows) + ")");
     if (o.few_row_products < 0 || o.few_row_products > nn::kFewRows)
       throw Error("gpt2: few_row_products must be 0 to " + std::to_string(nn::kFewRows) + " (got " +
                   std::to_string(o.few_row_products) + ")");

@@ -168,6 +168,23 @@ func.func @test_prefetch(%w: !kiln.ptr<f16>) {
 
 // -----
 
+// Atomic additions are runtime calls (programs run on several threads), one
+// an element, behind the element's mask bit.
+// CHECK-LABEL: func.func @test_atomic_accumulate
+// CHECK: scf.for
+// CHECK: %[[A:.*]] = tensor.extract
+// CHECK: %[[V:.*]] = tensor.extract
+// CHECK: %[[M:.*]] = tensor.extract
+// CHECK: scf.if %[[M]] {
+// CHECK: func.call @kiln_atomic_add_f32(%[[A]], %[[V]]) : (i64, f32) -> ()
+// CHECK-NOT: kiln.
+func.func @test_atomic_accumulate(%p: tensor<4x!kiln.ptr<f32>>, %v: tensor<4xf32>, %m: tensor<4xi1>) {
+  kiln.atomic_accumulate %p, %v, %m : tensor<4x!kiln.ptr<f32>>
+  return
+}
+
+// -----
+
 // On the CPU a cluster reduction is a call into the runtime, which meets the
 // cluster's other programs (threads) at a barrier; the kind is its first
 // argument (sum 0, max 1, min 2).

@@ -168,6 +168,14 @@ func.func @test_atomic_add_not_i32(%c: !kiln.ptr<f32>, %v: i32) -> i32 {
 
 // -----
 
+func.func @test_atomic_accumulate_not_f32(%p: tensor<64x!kiln.ptr<f16>>, %v: tensor<64xf16>) {
+  // expected-error @+1 {{needs pointers to f32, got 'tensor<64x!kiln.ptr<f16>>'}}
+  kiln.atomic_accumulate %p, %v : tensor<64x!kiln.ptr<f16>>
+  return
+}
+
+// -----
+
 func.func @test_not_transpose(%t: tensor<64x32xf16>) {
   // expected-error @+1 {{result 'tensor<64x32xf16>' is not the transpose of 'tensor<64x32xf16>'}}
   %0 = kiln.trans %t : tensor<64x32xf16> -> tensor<64x32xf16>

@@ -82,6 +82,15 @@ func.func @test_atomic_add(%c: !kiln.ptr<i32>, %v: i32) -> i32 attributes {kiln.
   return %old : i32
 }
 
+// CHECK-LABEL: func.func @test_atomic_accumulate
+// CHECK: kiln.atomic_accumulate %arg0, %arg1, %arg2 : tensor<128x!kiln.ptr<f32>>
+// CHECK: kiln.atomic_accumulate %arg0, %arg1 : tensor<128x!kiln.ptr<f32>>
+func.func @test_atomic_accumulate(%p: tensor<128x!kiln.ptr<f32>>, %v: tensor<128xf32>, %m: tensor<128xi1>) attributes {kiln.kernel} {
+  kiln.atomic_accumulate %p, %v, %m : tensor<128x!kiln.ptr<f32>>
+  kiln.atomic_accumulate %p, %v : tensor<128x!kiln.ptr<f32>>
+  return
+}
+
 // CHECK-LABEL: func.func @test_trans
 func.func @test_trans(%t: tensor<64x32xf16>) -> tensor<32x64xf16> {
   // CHECK: kiln.trans %{{.*}} : tensor<64x32xf16> -> tensor<32x64xf16>

@@ -561,6 +561,33 @@ func.func @test_prefetch(%w: !kiln.ptr<f16>, %n: i32) attributes {kiln.kernel} {
 
 // -----
 
+// An atomic addition per element a thread holds (two a thread here: 64
+// elements over 32 lanes), a predicated reduction where there is a mask,
+// none that returns a value; a scalar is added by thread 0 alone.
+// CHECK-LABEL: gpu.func @test_atomic_accumulate
+// CHECK: llvm.inline_asm has_side_effects "@$2 red.relaxed.gpu.global.add.f32 [$0], $1;", "l,f,b,~{memory}"
+// CHECK: llvm.inline_asm has_side_effects "@$2 red.relaxed.gpu.global.add.f32 [$0], $1;", "l,f,b,~{memory}"
+// CHECK: llvm.inline_asm has_side_effects "red.relaxed.gpu.global.add.f32 [$0], $1;", "l,f,~{memory}"
+// CHECK: llvm.inline_asm has_side_effects "red.relaxed.gpu.global.add.f32 [$0], $1;", "l,f,~{memory}"
+// CHECK: llvm.inline_asm has_side_effects "@$2 red.relaxed.gpu.global.add.f32 [$0], $1;", "l,f,b,~{memory}"
+// CHECK-NOT: red.
+// CHECK-NOT: atom.
+// CHECK: gpu.return
+func.func @test_atomic_accumulate(%acc: !kiln.ptr<f32>, %n: i32, %x: f32) attributes {kiln.kernel} {
+  %r = kiln.make_range 0 to 64 : tensor<64xi32>
+  %ns = kiln.splat %n : tensor<64xi32>
+  %m = arith.cmpi slt, %r, %ns : tensor<64xi32>
+  %as = kiln.splat %acc : tensor<64x!kiln.ptr<f32>>
+  %p = kiln.addptr %as, %r : tensor<64x!kiln.ptr<f32>>, tensor<64xi32>
+  %v = arith.sitofp %r : tensor<64xi32> to tensor<64xf32>
+  kiln.atomic_accumulate %p, %v, %m : tensor<64x!kiln.ptr<f32>>
+  kiln.atomic_accumulate %p, %v : tensor<64x!kiln.ptr<f32>>
+  kiln.atomic_accumulate %acc, %x : !kiln.ptr<f32>
+  return
+}
+
+// -----
+
 // A kernel without a wait is launched the ordinary way: no record.
 // CHECK-NOT: @kiln_dependent_launch
 // CHECK-LABEL: gpu.func @test_no_grid_dependency

@@ -20,6 +20,19 @@ struct Target {
   static Target cpu() { return {Kind::Cpu, ""}; }
   static Target cuda(std::string sm) { return {Kind::Cuda, std::move(sm)}; }
   std::string str() const { return kind == Kind::Cpu ? "cpu" : "cuda:" + arch; }
+  /// The compute capability of a CUDA target as a number ("sm_90a": 90);
+  /// 0 for the CPU or an arch that does not name one.
+  int sm() const {
+    if (kind != Kind::Cuda || arch.rfind("sm_", 0) != 0)
+      return 0;
+    int v = 0;
+    for (std::size_t i = 3; i < arch.size() && arch[i] >= '0' && arch[i] <= '9'; ++i)
+      v = v * 10 + (arch[i] - '0');
+    return v;
+  }
+  /// Thread-block clusters (kiln.cluster_reduce, kiln.cluster_gather):
+  /// sm_90 and newer. On the CPU they are emulated, a thread per program.
+  bool has_clusters() const { return kind == Kind::Cpu || sm() >= 90; }
 };
 
 /// Compilation stages whose IR can be printed.

@@ -57,6 +57,7 @@ V load(V ptr, V mask, V other);
 void store(V ptr, V value, V mask);
 void prefetch(V ptr, V mask);
 V atomic_add(V ptr, V value);
+void atomic_accumulate(V ptr, V value, V mask);
 void grid_dependency_wait();
 void launch_dependents();
 V dot(V a, V b, V acc, bool tf32 = false);

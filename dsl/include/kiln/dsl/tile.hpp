@@ -437,6 +437,32 @@ template <class E, int... D, int... M> void prefetch(Tile<ptr<E>, D...> p, Tile<
   detail::prefetch(p.v, detail::to_shape<Tile<i1, D...>>(mask).v);
 }
 
+/// Adds each element of `value` (broadcast to the pointer shape) to the f32
+/// behind its pointer, where `mask` holds, atomically: programs adding to
+/// the same locations lose no addition (a split reduction's partial sums
+/// meet this way). The additions are relaxed; a program reads the sums
+/// after an atomic_add on a counter that every adding program increments
+/// once it has added (the last one to count sees them all). Their order,
+/// and so the rounding of the sums, may change from run to run.
+template <int... D, class X> void atomic_accumulate(Tile<ptr<f32>, D...> p, X value) {
+  if constexpr (detail::is_tile_v<X>)
+    static_assert(std::is_same_v<typename X::dtype, f32>, "kiln::atomic_accumulate: adds f32 values");
+  detail::atomic_accumulate(p.v, detail::to_shape<Tile<f32, D...>>(value).v, {});
+}
+
+/// Masked atomic_accumulate: elements whose mask bit is false add nothing.
+template <int... D, class X, int... M>
+void atomic_accumulate(Tile<ptr<f32>, D...> p, X value, Tile<i1, M...> mask) {
+  if constexpr (detail::is_tile_v<X>)
+    static_assert(std::is_same_v<typename X::dtype, f32>, "kiln::atomic_accumulate: adds f32 values");
+  using P = Tile<ptr<f32>, D...>;
+  using Bc = detail::Broadcast<Tile<i1, M...>, P>;
+  static_assert(Bc::ok && std::is_same_v<typename Bc::template tile<ptr<f32>>, P>,
+                "kiln::atomic_accumulate: mask shape must broadcast to the pointer tile's shape");
+  detail::atomic_accumulate(p.v, detail::to_shape<Tile<f32, D...>>(value).v,
+                            detail::to_shape<Tile<i1, D...>>(mask).v);
+}
+
 /// Adds `value` to the i32 at `p` once for the whole program and returns
 /// the previous value. Acquire-release at GPU scope: the stores this program
 /// made before are visible to any program that later adds to the same

@@ -270,6 +270,34 @@ def Kiln_AtomicAddOp : Kiln_Op<"atomic_add"> {
   let hasVerifier = 1;
 }
 
+def Kiln_AtomicAccumulateOp : Kiln_Op<"atomic_accumulate", [
+    TypesMatchWith<"value holds the pointees", "ptr", "value",
+                   "::kiln::getPointeeType($_self)">,
+    OptionalTypesMatchWith<"mask has the pointer shape", "ptr", "mask",
+                   "::kiln::getMaskType($_self)">]> {
+  let summary = "add f32 values to global memory, element-wise and atomically";
+  let description = [{
+    Adds each element of `value` to the f32 behind the matching pointer
+    (where the optional mask is true), as one atomic read-modify-write per
+    element with no result: programs adding to the same location never lose
+    an addition, in whatever order they run. The additions are relaxed: to
+    read the sums, a program orders them with `kiln.atomic_add` on a counter
+    (every program adds, then counts; the last to count reads). The order of
+    the additions, and so the rounding of the sums, may differ from run to
+    run. A split reduction (a product split along K over programs) adds its
+    partial results this way instead of writing them out for a second pass.
+
+    ```mlir
+    kiln.atomic_accumulate %p, %v, %m : tensor<256x!kiln.ptr<f32>>
+    ```
+  }];
+  let arguments = (ins Arg<Kiln_PtrLike, "", [MemRead, MemWrite]>:$ptr,
+                       Kiln_NumberLike:$value,
+                       Optional<Kiln_MaskLike>:$mask);
+  let assemblyFormat = "$ptr `,` $value (`,` $mask^)? attr-dict `:` type($ptr)";
+  let hasVerifier = 1;
+}
+
 //===----------------------------------------------------------------------===//
 // Shared-memory rings and asynchronous copies (GPU; made by
 // -kiln-pipeline-loads, not by the front end)

@@ -91,11 +91,6 @@ template <class T, int BM_, int BN_, int D_, bool CAUSAL = true> struct Attentio
 };
 
 namespace detail {
-/// `body` in a loop of one iteration or none: a branch on a value uniform
-/// in a program.
-template <class Cond, class Body> void when(Cond cond, Body body) {
-  for_range(0, where(cond, I32(1), I32(0)), 1, [&](I32) { body(); });
-}
 
 /// What one program of a split decode attention computes (see
 /// AttentionDecode): program s of the S of head h of sequence b attends to
@@ -193,8 +188,8 @@ void decode_attention_span(Ptr<T> qkv, Ptr<T> kc, Ptr<T> vc, Ptr<i32> pos, I32 C
 /// (the step's own), the values and q are read after the wait.
 template <class T, int BN_, int D_, int SPLITS> struct AttentionDecode {
   static constexpr int BN = BN_, D = D_, Splits = SPLITS;
-  /// The grid's axes: (B, H, S).
-  static constexpr bool kSplitsAlongX = false;
+  /// The grid for B sequences of H heads: (B, H, SPLITS).
+  static Grid grid(int64_t B, int64_t H) { return Grid(uint32_t(B), uint32_t(H), uint32_t(SPLITS)); }
   static_assert(SPLITS >= 1, "at least one program per head");
   /// Plain schedule, one stage; every thread loads at least 16 bytes of a
   /// key block.
@@ -254,7 +249,9 @@ template <class T, int BN_, int D_, int SPLITS> struct AttentionDecode {
 /// so that one launch site serves both).
 template <class T, int BN_, int D_, int CLUSTER> struct AttentionDecodeCluster {
   static constexpr int BN = BN_, D = D_, Splits = CLUSTER;
-  static constexpr bool kSplitsAlongX = true;
+  /// The grid for B sequences of H heads: (CLUSTER, H, B), the splits
+  /// along x, where clusters are formed.
+  static Grid grid(int64_t B, int64_t H) { return Grid(uint32_t(CLUSTER), uint32_t(H), uint32_t(B)); }
   static_assert(CLUSTER >= 2 && CLUSTER <= 8, "a cluster holds 2 to 8 programs");
   static constexpr bool feasible(int warps, int stages, int schedule) {
     return AttentionDecode<T, BN_, D_, CLUSTER>::feasible(warps, stages, schedule);

@@ -371,8 +371,6 @@ void few_rows_finish(Tile<f32, BN, BR> acc, Ptr<f32> partial, Ptr<i32> counter, 
                      Tile<i32, BN> rn, Tile<i1, BN, BR> inside, Finish finish) {
   auto j = program_id(0), s = program_id(1);
   auto S = num_programs(1);
-  // Loops of one iteration or none: branches on the (uniform) split count.
-  auto when = [](auto cond, auto body) { for_range(0, where(cond, I32(1), I32(0)), 1, [&](I32) { body(); }); };
   when(S == 1, [&] { finish(acc); }); // the whole of K: nothing to add
   when(S > 1, [&] {
     auto at = [&](I32 t) { return partial + (t * N + expand_dims<1>(rn)) * BR + expand_dims<0>(arange<BR>()); };

@@ -19,6 +19,7 @@
 
 #include "kiln/kiln.hpp"
 #include "kiln/ops/elementwise.hpp"
+#include "kiln/ops/launch.hpp"
 
 #include <optional>
 #include <vector>
@@ -52,11 +53,12 @@ template <class T, int LINES = 256> void prefetch_share(Ptr<T> p, I32 count) {
 /// earlier kernels write) and only then reads the activations. The weight
 /// loads of this kernel are thus in flight while the previous one ends.
 /// Between the weight loads and the wait, the grid brings the `pf_count`
-/// elements from `pf` into L2 (a later kernel's weights; see prefetch_share).
-template <class T, int BM, int BN, int K, int KC, bool LN, class AfterWait>
+/// elements from `pf` into L2 (a later kernel's weights; see prefetch_share),
+/// after `beforeWait` (the caller's loads of other weights).
+template <class T, int BM, int BN, int K, int KC, bool LN, class BeforeWait, class AfterWait>
 std::vector<Tile<f32, BN>> decode_rows(Ptr<T> x, Ptr<T> lnw, Ptr<T> lnb, Ptr<T> wt, I32 M,
                                           I32 N, F32 eps, Tile<i32, BN> rn, Ptr<T> pf,
-                                          I32 pf_count, AfterWait afterWait) {
+                                          I32 pf_count, BeforeWait beforeWait, AfterWait afterWait) {
   static_assert(BM >= 1 && KC % 8 == 0, "decode_rows: BM >= 1 and chunks of whole 16-byte groups");
   constexpr int chunks = (K + KC - 1) / KC;
   constexpr bool ragged = K % KC != 0;
@@ -104,6 +106,7 @@ std::vector<Tile<f32, BN>> decode_rows(Ptr<T> x, Ptr<T> lnw, Ptr<T> lnb, Ptr<T> 
       gs.push_back(alongK(lnw, c));
       bs.push_back(alongK(lnb, c));
     }
+  beforeWait();
   prefetch_share(pf, pf_count);
   grid_dependency_wait();
   afterWait();
@@ -223,7 +226,7 @@ struct DecodeLinear {
     if constexpr (E_ != DecodeEpilogue::None)
       bv = cast<f32>(load(bias + rn, rn < N, 0));
     std::vector<Tile<f32, BN>> r;
-    auto acc = detail::decode_rows<T, BM, BN, K, KC, LN_>(x, lnw, lnb, wt, M, N, eps, rn, pf, pf_count, [&] {
+    auto acc = detail::decode_rows<T, BM, BN, K, KC, LN_>(x, lnw, lnb, wt, M, N, eps, rn, pf, pf_count, [] {}, [&] {
       if constexpr (E_ == DecodeEpilogue::BiasResidual)
         for (int m = 0; m < BM; ++m)
           r.push_back(cast<f32>(load(res + m * N + rn, detail::row_mask(rn, M, N, m), 0)));
@@ -262,7 +265,8 @@ template <class T, int BM_, int BN_, int K_, int KC_> struct DecodeQkv {
     std::vector<I32> at;
     for (int m = 0; m < BM; ++m)
       at.push_back(load(pos + minimum(I32(m), M - 1)));
-    auto acc = detail::decode_rows<T, BM, BN, K, KC, true>(x, lnw, lnb, wt, M, N, eps, rn, pf, pf_count, [] {});
+    auto acc = detail::decode_rows<T, BM, BN, K, KC, true>(x, lnw, lnb, wt, M, N, eps, rn, pf, pf_count, [] {},
+                                                           [] {});
     auto C = N / 3;
     for (int m = 0; m < BM; ++m) {
       auto mask = detail::row_mask(rn, M, N, m);
@@ -272,6 +276,76 @@ template <class T, int BM_, int BN_, int K_, int KC_> struct DecodeQkv {
       store(kc + (dst + rn - C), v, mask & (rn >= C) & (rn < 2 * C));
       store(vc + (dst + rn - 2 * C), v, mask & (rn >= 2 * C));
     }
+  }
+};
+
+/// A decode step's whole MLP in one launch:
+///   out = x + gelu(layernorm(x) @ wu^T + bu) @ wd + bd,
+/// the hidden layer never leaving the program that computes it. Program p
+/// takes the BH hidden units p * BH .. (p + 1) * BH - 1: their rows of the
+/// up projection's transposed weight `wu` ([H, C]) and of the down
+/// projection's weight `wd` ([H, C], as the prefill products take it), both
+/// loaded before the wait (decode_rows), so every program streams one
+/// contiguous slice of each. It forms its BH hidden values (rounded to T,
+/// as the two-launch MLP stores them), multiplies them by its rows of wd
+/// and adds the (C) partial sums of each row to `acc` ([BM, C] f32, zero
+/// between launches) with atomic_accumulate; the last program to count
+/// (`counter`, zero between launches) adds the bias and the residual x,
+/// writes `out` (which may be x: every program has read x before it
+/// counts), and zeroes acc and the counter. The order of the additions
+/// varies, so the f32 sums (not the T results, mostly) may differ between
+/// runs in their last bits. Grid: (cdiv(H, BH)).
+template <class T, int BM_, int BH_, int C_, int KC_> struct DecodeMlp {
+  static constexpr int BM = BM_, BN = BH_, K = C_, KC = KC_;
+  static_assert(C_ % KC_ == 0, "DecodeMlp: the model width is whole chunks");
+  /// decode_feasible's estimate with the down projection's weights and a
+  /// (BH, KC) f32 product tile on top, within 200 registers a thread.
+  static constexpr bool feasible(int warps, int stages, int schedule) {
+    constexpr int bytes = int(sizeof(typename T::host)), chunks = C_ / KC_;
+    int threads = warps * 32;
+    int tile = BH_ * KC_ * bytes / 4 / threads;
+    int acc = (BM_ + 3) * BH_ * KC_ / threads; // rows, the two weight sums, the product
+    int weights = 2 * chunks * tile;
+    int preloaded = BM_ * chunks <= 16 ? (BM_ + 2) * chunks * tile : 0;
+    return schedule == 0 && stages == 2 && BH_ * KC_ * bytes >= threads * 16 &&
+           acc + weights + preloaded <= 200;
+  }
+  void operator()(Ptr<T> x, Ptr<T> lnw, Ptr<T> lnb, Ptr<T> wu, Ptr<T> bu, Ptr<T> wd, Ptr<T> bd, Ptr<T> out,
+                  Ptr<f32> acc, Ptr<i32> counter, I32 M, I32 H, F32 eps, Ptr<T> pf, I32 pf_count) const {
+    constexpr int chunks = C_ / KC_;
+    launch_dependents();
+    auto rh = program_id(0) * BH_ + arange<BH_>();
+    auto ck = arange<KC_>();
+    auto live = broadcast_to<BH_, KC_>(expand_dims<1>(rh < H));
+    auto buv = cast<f32>(load(bu + rh, rh < H, 0));
+    std::vector<Tile<T, BH_, KC_>> down;
+    auto up = detail::decode_rows<T, BM_, BH_, C_, KC_, true>(
+        x, lnw, lnb, wu, M, H, eps, rh, pf, pf_count,
+        [&] {
+          for (int c = 0; c < chunks; ++c)
+            down.push_back(load(wd + expand_dims<1>(rh) * C_ + expand_dims<0>(c * KC_ + ck), live, 0));
+        },
+        [] {});
+    for (int m = 0; m < BM_; ++m) {
+      // Hidden units past H have no weights (zeros): they add nothing.
+      auto hidden = expand_dims<1>(cast<f32>(cast<T>(gelu_tanh(up[std::size_t(m)] + buv))));
+      auto row = broadcast_to<KC_>(I32(m) < M);
+      for (int c = 0; c < chunks; ++c)
+        atomic_accumulate(acc + m * C_ + c * KC_ + ck, sum<0>(cast<f32>(down[std::size_t(c)]) * hidden), row);
+    }
+    detail::when(atomic_add(counter, I32(1)) == num_programs(0) - 1, [&] {
+      for (int m = 0; m < BM_; ++m) {
+        auto row = broadcast_to<KC_>(I32(m) < M);
+        for (int c = 0; c < chunks; ++c) {
+          auto cols = c * KC_ + ck;
+          auto total = load(acc + m * C_ + cols, row, 0.0f);
+          auto res = cast<f32>(load(x + m * C_ + cols, row, 0));
+          store(out + m * C_ + cols, cast<T>(total + cast<f32>(load(bd + cols)) + res), row);
+          store(acc + m * C_ + cols, zeros<f32, KC_>(), row);
+        }
+      }
+      store(counter, I32(0));
+    });
   }
 };
 

@@ -15,6 +15,12 @@ inline void wait_for_previous_kernel() {
   grid_dependency_wait();
 }
 
+/// `body` in a loop of one iteration or none: a branch on a value uniform
+/// in a program.
+template <class Cond, class Body> void when(Cond cond, Body body) {
+  for_range(0, where(cond, I32(1), I32(0)), 1, [&](I32) { body(); });
+}
+
 /// The column, at or before 0, from which a sweep over a row of T that
 /// starts `offset` elements into a 16-byte aligned buffer meets 16-byte
 /// boundaries. Sweeping from there (columns below 0 masked off) reads and

@@ -69,6 +69,11 @@ struct ModelOptions {
   /// (steps whose head runs the prefill product read wte transposed, and
   /// gain nothing from it). The first block's QKV weight is not prefetched.
   bool prefetch_weights = false;
+  /// Decode steps of up to this many sequences (0, 1 or 2, and no more than
+  /// decode_kernel_rows) run each layer's MLP as one launch
+  /// (ops::DecodeMlp: layernorm, up, gelu, down, bias and residual) instead
+  /// of two decode-step products. 16-bit precisions only.
+  int fused_mlp_rows = 0;
 };
 
 /// torch.compile's modes, kiln's way:

@@ -197,10 +197,6 @@ template <class Of> constexpr auto decodeSpace() {
   });
   return tuning::product(types, tuning::kRowWarps, tuning::kNoStages, tuning::kPlainOnly);
 }
-/// Thread-block clusters (sm_90 and newer).
-inline bool hasClusters(const Target &t) {
-  return t.kind == Target::Kind::Cuda && t.arch.size() > 3 && std::atoi(t.arch.c_str() + 3) >= 90;
-}
 template <class D, int R, int K, bool LN, ops::DecodeEpilogue DE> struct DecodeLinearOf {
   using dtype = D;
   template <int BN> using type = ops::DecodeLinear<D, R, BN, K, 256, LN, DE>;
@@ -1366,13 +1362,11 @@ private:
                                const Tensor<i32> &pos, int64_t B, int64_t keys) {
         if (auto t = a.decodeTuned_.find({B, a.decode_bucket(keys)}); t != a.decodeTuned_.end())
           return t->second(a, c, ws, pos, B, nullptr);
-        Grid grid = Decode::kSplitsAlongX ? Grid(uint32_t(Decode::Splits), uint32_t(a.heads_), uint32_t(B))
-                                          : Grid(uint32_t(B), uint32_t(a.heads_), uint32_t(Decode::Splits));
-        dec(c, grid, ws.qkv.data(), a.cache_.k.data(), a.cache_.v.data(), ws.parts.data(), ws.counter.data(),
+        dec(c, Decode::grid(B, a.heads_), ws.qkv.data(), a.cache_.k.data(), a.cache_.v.data(), ws.parts.data(), ws.counter.data(),
             ws.att.data(), pos.data(), int(a.features()), int(a.cache_.context()), a.scale());
       };
     };
-    if (detail::hasClusters(ctx.target()))
+    if (ctx.target().kind == Target::Kind::Cuda && ctx.target().has_clusters())
       untuned.template operator()<ops::AttentionDecodeCluster<D, 32, HD, 4>>();
     else
       untuned.template operator()<ops::AttentionDecode<D, 16, HD, 16>>();
@@ -1427,8 +1421,12 @@ private:
           std::string key = "attention_decode " + std::to_string(n) + "x" + std::to_string(keys) + "of" +
                             std::to_string(self.cache_.context()) + "x" + shape + (x ? " after qkv" : "");
           DecodeSite into;
-          if (into.chained(detail::kDecodeChain)
-                  .tune(c, decodeSpace<HD>(), "attention_decode", key, cachedOnly, site, self, c, ws, pos, n, after))
+          // Cluster kernels only where there are clusters.
+          auto tune = [&](auto space) {
+            return into.chained(detail::kDecodeChain)
+                .tune(c, space, "attention_decode", key, cachedOnly, site, self, c, ws, pos, n, after);
+          };
+          if (t.has_clusters() ? tune(decodeSpace<HD, true>()) : tune(decodeSpace<HD, false>()))
             self.decodeTuned_[{n, hi}] = into;
         }
       }
@@ -1505,9 +1503,7 @@ private:
   void launchDecodeAttention(const Kernel<K> &k, Context &c, const Workspace<D> &ws,
                              const Tensor<i32> &pos, int64_t B) const {
     c.launch_as("attention_decode", [&] {
-      Grid grid = K::kSplitsAlongX ? Grid(uint32_t(K::Splits), uint32_t(heads_), uint32_t(B))
-                                   : Grid(uint32_t(B), uint32_t(heads_), uint32_t(K::Splits));
-      k.launch(grid, ws.qkv.data(), cache_.k.data(), cache_.v.data(), ws.parts.data(), ws.counter.data(),
+      k.launch(K::grid(B, heads_), ws.qkv.data(), cache_.k.data(), cache_.v.data(), ws.parts.data(), ws.counter.data(),
                ws.att.data(), pos.data(), int(features()), int(cache_.context()), scale());
     });
   }
@@ -1521,19 +1517,26 @@ private:
                                          ops::AttentionPrefill<D, 128, 64, HD>, ops::AttentionPrefill<D, 128, 32, HD>>,
                            tuning::kWarps, hana::tuple_c<int, 2, 3>, tuning::kPlainOnly);
   }
-  template <int HD> static constexpr auto decodeSpace() {
+  /// Decode attention's space: the global-merge kernels, and with
+  /// CLUSTERS the cluster-merged ones too.
+  template <int HD, bool CLUSTERS> static constexpr auto decodeSpace() {
     namespace hana = boost::hana;
-    return tuning::product(
+    constexpr auto global =
         hana::tuple_t<ops::AttentionDecode<D, 16, HD, 16>, ops::AttentionDecode<D, 16, HD, kMaxSplits>,
                       ops::AttentionDecode<D, 32, HD, 1>, ops::AttentionDecode<D, 64, HD, 1>,
                       ops::AttentionDecode<D, 32, HD, 2>, ops::AttentionDecode<D, 32, HD, 4>,
                       ops::AttentionDecode<D, 32, HD, 8>, ops::AttentionDecode<D, 32, HD, 16>,
                       ops::AttentionDecode<D, 32, HD, kMaxSplits>, ops::AttentionDecode<D, 64, HD, 4>,
-                      ops::AttentionDecode<D, 64, HD, 8>, ops::AttentionDecode<D, 64, HD, 16>,
-                      ops::AttentionDecodeCluster<D, 16, HD, 4>, ops::AttentionDecodeCluster<D, 16, HD, 8>,
+                      ops::AttentionDecode<D, 64, HD, 8>, ops::AttentionDecode<D, 64, HD, 16>>;
+    constexpr auto cluster =
+        hana::tuple_t<ops::AttentionDecodeCluster<D, 16, HD, 4>, ops::AttentionDecodeCluster<D, 16, HD, 8>,
                       ops::AttentionDecodeCluster<D, 32, HD, 4>, ops::AttentionDecodeCluster<D, 32, HD, 8>,
-                      ops::AttentionDecodeCluster<D, 64, HD, 4>, ops::AttentionDecodeCluster<D, 64, HD, 8>>,
-        tuning::kRowWarps, tuning::kNoStages, tuning::kPlainOnly);
+                      ops::AttentionDecodeCluster<D, 64, HD, 4>, ops::AttentionDecodeCluster<D, 64, HD, 8>>;
+    if constexpr (CLUSTERS)
+      return tuning::product(hana::concat(global, cluster), tuning::kRowWarps, tuning::kNoStages,
+                             tuning::kPlainOnly);
+    else
+      return tuning::product(global, tuning::kRowWarps, tuning::kNoStages, tuning::kPlainOnly);
   }
 
   NormLinear<D, Epilogue::Bias> qkv_;
@@ -1587,23 +1590,86 @@ private:
 /// `x += proj(gelu(fc(layernorm(x))))` with a hidden layer of H features.
 template <class D> class Mlp {
 public:
+  /// Hidden units a program of the fused decode MLP takes, the chunk of C
+  /// it streams at a time, and its warps (kiln_bench's BM_mlp_fused on an
+  /// H200; bench/README.md).
+  static constexpr int kFusedHidden = 16, kFusedChunk = 256, kFusedWarps = 8;
+
   Mlp(NormLinear<D, Epilogue::BiasGelu> fc, Linear<D, Epilogue::BiasResidual> proj)
       : fc_(std::move(fc)), proj_(std::move(proj)) {
     if (proj_.in_features() != fc_.linear().out_features() ||
         proj_.out_features() != fc_.linear().in_features())
       throw Error("nn::Mlp: " + fc_.linear().name() + " then " + proj_.name());
   }
+  /// As above, with decode steps of up to `fused_rows` rows (0: none; 1 or
+  /// 2) run as one ops::DecodeMlp launch (layernorm, up, gelu, down, bias
+  /// and residual; the hidden layer stays on chip, the down projection's
+  /// partial sums meet in an f32 accumulator) instead of two. 16-bit types,
+  /// given fc's [N, K] weight copy, for a model width among W.
+  template <int... W>
+  Mlp(Context &ctx, NormLinear<D, Epilogue::BiasGelu> fc, Linear<D, Epilogue::BiasResidual> proj, int fused_rows,
+      Widths<W...> = {})
+      : Mlp(std::move(fc), std::move(proj)) {
+    if (fused_rows == 0)
+      return;
+    std::string name = "nn::Mlp(" + fc_.linear().name() + ")";
+    if (fused_rows != 1 && fused_rows != 2)
+      throw Error(name + ": fused decode steps of 1 or 2 rows, not " + std::to_string(fused_rows));
+    if constexpr (std::is_same_v<D, f32>)
+      throw Error(name + ": the fused decode MLP takes 16-bit types");
+    else {
+      if (fc_.weight_t().empty())
+        throw Error(name + ": the fused decode MLP needs the first product's [N, K] weight copy");
+      int64_t C = fc_.linear().in_features();
+      bool built = detail::withWidth(C, [&]<int K>() {
+        // The largest of 256, 128 and 64 that divides the width.
+        constexpr int KC = K % kFusedChunk == 0 ? kFusedChunk : K % 128 == 0 ? 128 : 64;
+        if constexpr (K % 64 != 0) {
+          throw Error(name + ": the fused decode MLP takes widths that are multiples of 64, not " +
+                      std::to_string(K));
+        } else {
+          CompileOptions options;
+          options.num_warps = kFusedWarps;
+          std::array<std::function<void(const Mlp &, Context &, const Tensor<D> &)>, 2> kernels;
+          auto make = [&]<int R>() {
+            auto k = ctx.kernel<ops::DecodeMlp<D, R, kFusedHidden, K, KC>>("mlp" + detail::decodeSuffix(R), options);
+            kernels[R - 1] = [k](const Mlp &self, Context &c, const Tensor<D> &x) { self.launchFused(c, k, x); };
+          };
+          make.template operator()<1>();
+          if (fused_rows == 2)
+            make.template operator()<2>();
+          fused_ = [kernels](const Mlp &self, Context &c, const Tensor<D> &x) {
+            kernels[std::size_t(x.dim(0) - 1)](self, c, x);
+          };
+        }
+      }, typename Widths<W...>::sequence{});
+      if (!built)
+        throw Error(name + ": decode kernels for " + std::to_string(C) + " features were not built (nn::Widths: " +
+                    detail::widthList({W...}) + ")");
+      fusedRows_ = fused_rows;
+      acc_ = Tensor<f32>(ctx.target(), {int64_t(fused_rows), C});
+      counter_ = Tensor<i32>(ctx.target(), {1});
+    }
+  }
   void operator()(Context &ctx, const Tensor<D> &x, const Workspace<D> &ws) const {
+    if (fuses(x.dim(0))) {
+      expect(x, {kAny, fc_.linear().in_features()}, "nn::Mlp", "x");
+      return fused_(*this, ctx, x);
+    }
     fc_(ctx, x, ws.normed, ws.hidden);
     proj_(ctx, ws.hidden, x, x);
   }
+  /// True when a decode step of `rows` rows runs the fused kernel.
+  bool fuses(int64_t rows) const { return fused_ && rows >= 1 && rows <= fusedRows_; }
   const NormLinear<D, Epilogue::BiasGelu> &fc() const { return fc_; }
   const Linear<D, Epilogue::BiasResidual> &proj() const { return proj_; }
   /// Decode steps bring the projection's weight into L2 during the first
-  /// product's kernel, and `next` during the projection's.
+  /// product's kernel, and `next` during the projection's (or during the
+  /// fused kernel).
   void set_decode_prefetch(Tensor<D> next) {
     fc_.set_decode_prefetch(proj_.weight_t());
-    proj_.set_decode_prefetch(std::move(next));
+    proj_.set_decode_prefetch(next);
+    prefetch_.next = std::move(next);
   }
   /// Tunes both products for x.dim(0) rows, overwriting x and the workspace.
   void tune(Context &ctx, const Tensor<D> &x, const Workspace<D> &ws, bool cached_only = false) {
@@ -1611,16 +1677,32 @@ public:
     proj_.tune(ctx, ws.hidden, x, cached_only);
   }
   /// Tunes the decode-step kernels x.dim(0) rows run (overwriting x and
-  /// the workspace).
+  /// the workspace). The fused kernel is not tuned: it keeps its heuristic
+  /// configuration.
   void tune_decode(Context &ctx, const Tensor<D> &x, const Workspace<D> &ws, bool cached_only = false) {
+    if (fuses(x.dim(0)))
+      return;
     Tensor<D> hidden = ws.hidden.rows(0, x.dim(0));
     fc_.tune_decode(ctx, x, hidden, cached_only);
     proj_.tune_decode(ctx, hidden, x, cached_only);
   }
 
 private:
+  template <class KK> void launchFused(Context &ctx, const Handle<KK> &k, const Tensor<D> &x) const {
+    const auto &ln = fc_.layernorm();
+    int H = int(fc_.linear().out_features());
+    k(ctx, Grid(ceil_div(H, KK::BN)), x.data(), ln.weight().data(), ln.bias().data(), fc_.weight_t().data(),
+      fc_.linear().bias().data(), proj_.weight().data(), proj_.bias().data(), x.data(), acc_.data(),
+      counter_.data(), int(x.dim(0)), H, ln.eps(), prefetch_.ptr(fc_.weight_t().data()), prefetch_.count());
+  }
+
   NormLinear<D, Epilogue::BiasGelu> fc_;
   Linear<D, Epilogue::BiasResidual> proj_;
+  int fusedRows_ = 0;
+  std::function<void(const Mlp &, Context &, const Tensor<D> &)> fused_;
+  Tensor<f32> acc_;    ///< [fused rows, C]; zero between launches
+  Tensor<i32> counter_; ///< programs that have added; zero between launches
+  detail::Prefetch<D> prefetch_;
 };
 
 /// GPT-2's block: `x += attn(ln_1(x)); x += mlp(ln_2(x))`.
