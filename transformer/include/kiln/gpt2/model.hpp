@@ -72,7 +72,9 @@ struct ModelOptions {
   /// Decode steps of up to this many sequences (0, 1 or 2, and no more than
   /// decode_kernel_rows) run each layer's MLP as one launch
   /// (ops::DecodeMlp: layernorm, up, gelu, down, bias and residual) instead
-  /// of two decode-step products. 16-bit precisions only.
+  /// of two decode-step products. 16-bit precisions only. 0 by default: on
+  /// an H100 the batch-1 step of 124M took 0.315 ms with it against 0.254
+  /// without (bench/README.md).
   int fused_mlp_rows = 0;
 };
 
