@@ -1,6 +1,7 @@
 //===- test_model.cpp - GPT-2 weights and forward pass against HF ----------===//
 //
-// Built twice: for the CPU (fp32, in CI) and, with KILN_TEST_GPU, for the GPU.
+// Compiled once, linked twice: for the CPU (fp32, in CI) and for the GPU
+// (suite "gpu-only": 124M against HF in the same run, fp16 and bf16).
 // The golden data come from HF transformers' GPT2LMHeadModel on the same
 // seeded weights (tests/gpt2/make_golden.py).
 //
@@ -28,7 +29,6 @@ using namespace kiln;
 using namespace kiln::gpt2;
 
 namespace {
-using test::kGpu;
 using test::target;
 
 /// Where the committed golden data are ($KILN_GPT2_TEST_DATA overrides the
@@ -91,7 +91,7 @@ Config tinyConfig() {
 }
 } // namespace
 
-#ifndef KILN_TEST_GPU
+TEST_SUITE_BEGIN("cpu-only");
 TEST_CASE("weights round-trip through a HF directory and an llm.c checkpoint") {
   test::TempDir dir("gpt2-weights");
   Weights w = Weights::random(tinyConfig(), 7);
@@ -209,7 +209,7 @@ TEST_CASE("bad model files say exactly what is wrong") {
                        doctest::Contains("not a safetensors file"), Error);
   CHECK_THROWS_WITH_AS(Config::preset("7B"), doctest::Contains("unknown model size '7B'"), Error);
 }
-#endif
+TEST_SUITE_END();
 
 TEST_CASE("the tiny model's logits and greedy tokens match HF transformers") {
   Golden g = readGolden(testData() + "/tiny_golden.json");
@@ -419,7 +419,7 @@ TEST_CASE("prompts the model cannot take are refused") {
   CHECK_THROWS_WITH_AS(model.generate({{1}, {2}}, go), doctest::Contains("at most 1"), Error);
 }
 
-#ifdef KILN_TEST_GPU
+TEST_SUITE_BEGIN("gpu-only");
 namespace {
 /// Golden data made in the same run on this machine (make_golden.py model 124M).
 std::string goldenDir() {
@@ -591,4 +591,4 @@ TEST_CASE("a long fp16 prefill agrees with a short one on their common rows") {
           << " (largest |logit| " << span << ")");
   CHECK(worst <= 2e-2 * span);
 }
-#endif
+TEST_SUITE_END();

@@ -1,7 +1,7 @@
 //===- test_nn.cpp - kiln::nn tensors and blocks against references --------===//
 //
-// Built for the CPU (f32, in CI) and, with KILN_TEST_GPU, for the GPU (f32
-// and f16). Each block runs on a prefill's many rows and on a decode step's
+// Compiled once, linked for the CPU (f32, in CI) and for the GPU (f32 and
+// f16). Each block runs on a prefill's many rows and on a decode step's
 // few (where it launches its decode-step kernels) and is compared with a
 // double-precision reference; wiring mistakes are refused with a message.
 //

@@ -1,10 +1,9 @@
 //===- test_ops.cpp - the kernel library against its references ----------===//
 //
-// Built twice: for the CPU (kiln_cpu_numeric_tests) and, with KILN_TEST_GPU,
-// for the GPU of the machine it runs on (kiln_gpu_tests, ctest label gpu).
+// Compiled once, linked twice: for the CPU (kiln_cpu_numeric_tests) and for
+// the GPU of the machine it runs on (kiln_gpu_tests, ctest label gpu).
 //
 //===----------------------------------------------------------------------===//
-#define DOCTEST_CONFIG_IMPLEMENT_WITH_MAIN
 #include <doctest/doctest.h>
 
 #include <cmath>
@@ -25,7 +24,6 @@
 using namespace kiln;
 
 namespace {
-using test::kGpu;
 using test::target;
 /// The target under test, looked up when a test first compiles a kernel (not
 /// at start-up, so that listing and filtering tests works with no GPU).
@@ -38,7 +36,7 @@ template <class T> struct Mem {
   std::vector<T> &host;
   std::unique_ptr<cuda::DeviceBuffer<T>> dev;
   explicit Mem(std::vector<T> &h) : host(h) {
-    if (kGpu)
+    if (test::on_gpu())
       dev = std::make_unique<cuda::DeviceBuffer<T>>(h);
   }
   T *operator()() const { return dev ? dev->data() : host.data(); }
@@ -286,7 +284,7 @@ TEST_CASE("cluster reductions combine the values of a cluster's programs") {
   CHECK_THROWS_WITH_AS(k.launch(Grid(6), dout()), doctest::Contains("must be a multiple of 4"), Error);
   // On the CPU, programs whose exchanges do not pair up are an error, not a
   // hang (on the GPU they are undefined: every program must reach them).
-  if (!kGpu) {
+  if (!test::on_gpu()) {
     auto uneven = compile<ClusterUneven>(kCpu);
     std::vector<float> o(4, 0.0f);
     CHECK_THROWS_WITH_AS(uneven.launch(Grid(4), o.data()), doctest::Contains("different numbers of cluster exchanges"),
@@ -683,7 +681,7 @@ TEST_CASE("reductions along each axis, argmax and broadcasts match the reference
 
 TEST_CASE_TEMPLATE("split-K matmul with a bias+gelu epilogue matches the reference", T, float, half) {
   using D = std::conditional_t<std::is_same_v<T, float>, f32, f16>;
-  constexpr int BM = kGpu ? 16 : 16, BN = 32, BK = 32;
+  constexpr int BM = 16, BN = 32, BK = 32;
   auto mm = compile<ops::MatmulSplitK<D, BM, BN, BK>>(kCpu);
   auto ep = compile<ops::SplitKEpilogue<D, 64, ops::Epilogue::BiasGelu>>(kCpu);
   const int M = 3, N = 100, K = 300, kSplit = 96, splits = (K + kSplit - 1) / kSplit;

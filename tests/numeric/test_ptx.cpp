@@ -1,5 +1,4 @@
 //===- test_ptx.cpp - every library kernel assembles with ptxas -----------===//
-#define DOCTEST_CONFIG_IMPLEMENT_WITH_MAIN
 #include <doctest/doctest.h>
 
 #include "kiln/ops/attention.hpp"

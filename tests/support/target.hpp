@@ -1,7 +1,10 @@
 //===- target.hpp - the target a test binary runs its kernels on ----------===//
 //
-// The numeric and GPT-2 tests build twice: for the host, and with
-// KILN_TEST_GPU for the GPU of the machine that runs them.
+// The numeric and GPT-2 tests are compiled once and linked twice: with the
+// host's main (tests/support/main.cpp) and with the GPU's (the same file built
+// with KILN_TEST_GPU), which runs them on the GPU of the machine. Cases for
+// one side only sit in the test suite "cpu-only" or "gpu-only"; the other
+// side's main leaves that suite out.
 //
 //===----------------------------------------------------------------------===//
 #pragma once
@@ -11,15 +14,12 @@
 
 namespace kiln::test {
 
-#ifdef KILN_TEST_GPU
-inline constexpr bool kGpu = true;
-#else
-inline constexpr bool kGpu = false;
-#endif
+/// Whether this binary runs its kernels on the GPU (defined by its main).
+bool on_gpu();
 
 /// The target under test (the GPU's architecture is read once).
 inline const Target &target() {
-  static const Target t = kGpu ? Target::cuda(cuda::device_arch()) : Target::cpu();
+  static const Target t = on_gpu() ? Target::cuda(cuda::device_arch()) : Target::cpu();
   return t;
 }
 

@@ -50,12 +50,18 @@ Model::Model(const Weights &weights, const Target &target, Precision precision,
   case Precision::F32:
     impl_ = impl::make_model<f32>(weights, target, precision, options);
     break;
+#ifdef KILN_GPT2_HALF_MODELS
   case Precision::F16:
     impl_ = impl::make_model<f16>(weights, target, precision, options);
     break;
   case Precision::BF16:
     impl_ = impl::make_model<bf16>(weights, target, precision, options);
     break;
+#else
+  case Precision::F16:
+  case Precision::BF16:
+    throw Error("gpt2: this build has fp32 models only (configured with KILN_GPT2_HALF_MODELS=OFF)");
+#endif
   }
 }
 Model::~Model() = default;
