@@ -5,9 +5,8 @@
 #   bash scripts/test.sh --sanitize   # clang-22 with AddressSanitizer and
 #       UndefinedBehaviorSanitizer in build-sanitize/: the same CPU tests, then
 #       every libFuzzer target for KILN_FUZZ_SECONDS (20) from its seed corpus.
-#       Optimised at -O1, as sanitizer builds usually are, and without the
-#       fp16/bf16 GPT-2 models (GPU-only; the CPU runs fp32), to compile in
-#       about half the time.
+#       At -O1, as sanitizer builds usually are, and without the fp16/bf16
+#       GPT-2 models (they run on GPUs only; the CPU runs fp32).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 if [[ "${1:-}" != "--sanitize" ]]; then
