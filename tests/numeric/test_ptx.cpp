@@ -108,6 +108,12 @@ TEST_CASE("softmax") {
   std::string wide = check_kernel<ops::SoftmaxWide<f16, 2048>>("ld.global.v4.b32", eight);
   CHECK(wide.find("st.global.v4.b32") != std::string::npos);
   CHECK(spill_stores(wide, "softmax_wide") == 0);
+  // The exponentials are base 2 on the special-function unit: ex2.approx,
+  // not libdevice's accurate expf (which rounds with fma.rm before its ex2).
+  for (const std::string *ptx : {&online, &rows, &wide}) {
+    CHECK(ptx->find("ex2.approx") != std::string::npos);
+    CHECK(ptx->find("fma.rm.f32") == std::string::npos);
+  }
 }
 TEST_CASE("softmax over a thread-block cluster") {
   // A 50257-wide f16 row over 4 programs of 16 warps (16384 columns each,

@@ -7,6 +7,14 @@
 namespace kiln::ops {
 
 namespace detail {
+/// log2(e): the kernels below work in base 2, softmax(x) = 2^(t - max t) /
+/// sum 2^(t - max t) with t = x log2(e), so that each exponential is one
+/// `ex2.approx` on the GPU (and the scale folds into an fma) where exp()
+/// takes libdevice's accurate expf, about ten instructions (the online
+/// sweep takes three exponentials an element). On an H100 this made the
+/// 50257-wide rows 2-10% faster and the cluster softmax 30% (bench/README.md).
+inline constexpr float kLog2e = 1.4426950408889634f;
+
 /// The looped softmax of row `row`: a sweep keeping a running max and
 /// rescaled sum per lane (online softmax), then a sweep writing, both from
 /// the 16-byte boundary at or before the row's column 0, each loading its
@@ -21,27 +29,28 @@ void softmax_sweeps(Ptr<T> x, Ptr<T> y, I32 row, I32 n_cols, I32 x_stride, I32 y
     auto c = start + cols;
     return load(x_row + c, (c >= 0) & (c < n_cols), -inf);
   };
-  // Online softmax per lane: a running max m and the sum s of exp(v - m).
-  // A lane whose max is still -inf (all its values -inf, or no column
-  // yet) holds s = 0: exp(-inf - -inf) would be NaN. Everything else
-  // follows PyTorch: a row of -inf, or with +inf or NaN, gives NaN.
+  // Online softmax per lane, in base 2: a running max m of t = x log2(e)
+  // and the sum s of 2^(t - m). A lane whose max is still -inf (all its
+  // values -inf, or no column yet) holds s = 0: 2^(-inf - -inf) would be
+  // NaN. Everything else follows PyTorch: a row of -inf, or with +inf or
+  // NaN, gives NaN.
   auto [m, s, unused] = for_range(
       first, n_cols, BLOCK, std::tuple(full<f32, BLOCK>(-inf), zeros<f32, BLOCK>(), chunk(first)),
       [&](I32 start, Tile<f32, BLOCK> m, Tile<f32, BLOCK> s, Tile<T, BLOCK> here) {
         auto next = chunk(start + BLOCK);
-        auto v = cast<f32>(here);
-        auto m_new = maximum(m, v);
-        auto s_new = s * exp(m - m_new) + exp(v - m_new);
+        auto t = cast<f32>(here) * kLog2e;
+        auto m_new = maximum(m, t);
+        auto s_new = s * exp2(m - m_new) + exp2(t - m_new);
         return std::tuple(m_new, where(m_new == -inf, 0.0, s_new), next);
       });
   (void)unused;
   auto row_max = max(m);
-  auto row_sum = sum(where(m == -inf, 0.0, s * exp(m - row_max)));
+  auto row_sum = sum(where(m == -inf, 0.0, s * exp2(m - row_max)));
   auto inv = 1.0f / row_sum;
   for_range(first, n_cols, BLOCK, chunk(first), [&](I32 start, Tile<T, BLOCK> here) {
     auto next = chunk(start + BLOCK);
     auto c = start + cols;
-    store(y_row + c, cast<T>(exp(cast<f32>(here) - row_max) * inv), (c >= 0) & (c < n_cols));
+    store(y_row + c, cast<T>(exp2(cast<f32>(here) * kLog2e - row_max) * inv), (c >= 0) & (c < n_cols));
     return next;
   });
 }
@@ -63,8 +72,8 @@ template <class T, int BLOCK, bool ONE_PASS = false> struct Softmax {
     if constexpr (ONE_PASS) {
       auto cols = arange<BLOCK>(); // (BLOCK)
       auto mask = cols < n_cols;
-      auto v = cast<f32>(load(x + row * x_stride + cols, mask, -inf));
-      auto e = exp(v - max(v));
+      auto t = cast<f32>(load(x + row * x_stride + cols, mask, -inf)) * detail::kLog2e;
+      auto e = exp2(t - max(t));
       store(y + row * y_stride + cols, cast<T>(e / sum(e)), mask);
     } else {
       detail::softmax_sweeps<T, BLOCK>(x, y, row, n_cols, x_stride, y_stride);
@@ -92,8 +101,8 @@ template <class T, int ROWS, int BLOCK> struct SoftmaxRows {
     auto first = program_id(0) * ROWS;
     for_range(first, n_rows, step, block(first), [&](I32 at, Tile<T, ROWS, BLOCK> here) {
       auto next = block(at + step);
-      auto v = cast<f32>(here);
-      auto e = exp(v - expand_dims<1>(max<1>(v)));
+      auto t = cast<f32>(here) * detail::kLog2e;
+      auto e = exp2(t - expand_dims<1>(max<1>(t)));
       auto rows = at + r;
       store(y + rows * y_stride + c, cast<T>(e / expand_dims<1>(sum<1>(e))), (rows < n_rows) & in_row);
       return next;
@@ -143,14 +152,14 @@ template <class T, int BLOCK, int CLUSTER> struct SoftmaxCluster {
     auto lanes = arange<BLOCK>();
     auto c = first + p % CLUSTER * span + lanes;
     auto mask = (lanes < span) & (c >= 0) & (c < n_cols);
-    auto v = cast<f32>(load(x + row * x_stride + c, mask, -inf));
-    auto m = max(v);
+    auto t = cast<f32>(load(x + row * x_stride + c, mask, -inf)) * detail::kLog2e;
+    auto m = max(t);
     // A part with no finite value (past the row's end, or -inf) adds 0.
-    auto e = exp(v - where(m == -inf, F32(0.0f), m));
+    auto e = exp2(t - where(m == -inf, F32(0.0f), m));
     auto [ms, sums] = cluster_gather<CLUSTER>(m, sum(e));
     auto top = max(ms);
-    auto total = sum(sums * exp(ms - top));
-    store(y + row * y_stride + c, cast<T>(e * (exp(m - top) / total)), mask);
+    auto total = sum(sums * exp2(ms - top));
+    store(y + row * y_stride + c, cast<T>(e * (exp2(m - top) / total)), mask);
   }
 };
 
