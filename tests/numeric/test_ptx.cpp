@@ -325,6 +325,31 @@ TEST_CASE("decode products contract into fma and stay within the register file")
   CHECK(spills < 1024);
 }
 
+TEST_CASE("untuned one-row layernorm products of every GPT-2 width stay within the register file") {
+  // ops::decode_columns picks 8 columns a program where they fit and 4
+  // elsewhere; at 8, GPT-2 1.5B's 1600-wide products spilled 276 bytes a
+  // thread. Each pick for the MLP's up product and QKV, f16 at 124M to 1.5B
+  // and f32 at 124M, is compiled for sm_90a and must not spill.
+  using ops::DecodeEpilogue;
+  static_assert(ops::decode_columns<f16, 1, 768, 256, true, 8>() == 8, "GPT-2 124M keeps 8 columns");
+  static_assert(ops::decode_columns<f16, 1, 1600, 256, true, 8>() == 4, "GPT-2 1.5B takes 4");
+  static_assert(ops::decode_columns<f16, 2, 1600, 256, true, 4>() == 4, "never fewer than 4");
+  auto check = [&]<class D, int K>() {
+    constexpr int BN = ops::decode_columns<D, 1, K, 256, true, 8>();
+    CAPTURE(K);
+    CAPTURE(BN);
+    auto up = compile<ops::DecodeLinear<D, 1, BN, K, 256, true, DecodeEpilogue::BiasGelu>>(Target::cuda("sm_90a"));
+    CHECK(spill_stores(up.ir(Stage::Ptx), up.name()) == 0);
+    auto qkv = compile<ops::DecodeQkv<D, 1, BN, K, 256>>(Target::cuda("sm_90a"));
+    CHECK(spill_stores(qkv.ir(Stage::Ptx), qkv.name()) == 0);
+  };
+  check.template operator()<f16, 768>();
+  check.template operator()<f16, 1024>();
+  check.template operator()<f16, 1280>();
+  check.template operator()<f16, 1600>();
+  check.template operator()<f32, 768>();
+}
+
 TEST_CASE("prefill attention keeps its softmax statistics in registers") {
   // Row maxima and sums stay in the rows of the tensor-core accumulator, the
   // output accumulator is carried in its layout, and k is read in place

@@ -198,6 +198,23 @@ constexpr bool decode_feasible(int warps, int stages, int schedule) {
          acc + weights + preloaded <= 160;
 }
 
+} // namespace detail
+
+/// Output columns a program of an untuned decode kernel of BM rows over K
+/// inputs (chunks of KC): WANT where that fits the register budget of
+/// decode_feasible at the default 4 warps, else 4. A row of GPT-2 1.5B's
+/// 1600-wide layernorm products (the MLP's up product, QKV) at 8 columns
+/// spilled 276 bytes a thread on sm_90a and took ~20 us a launch on an H100;
+/// at 4 it does not spill, and 4 is what the tuner picks there and at 774M.
+template <class T, int BM, int K, int KC, bool LN, int WANT> constexpr int decode_columns() {
+  if constexpr (WANT > 4 && !detail::decode_feasible<T, BM, WANT, K, KC, LN>(4, 2, 0))
+    return 4;
+  else
+    return WANT;
+}
+
+namespace detail {
+
 /// Columns `rn` of row m, valid when m < M and n < N.
 template <int BN> Tile<i1, BN> row_mask(Tile<i32, BN> rn, I32 M, I32 N, int m) {
   return rn < minimum(N, (M - m) * N);

@@ -183,7 +183,8 @@ inline std::string decodeSuffix(int R) { return "_decode" + std::to_string(R); }
 /// kernels of R rows: `one` for a row (as ranked on an H200), 8 for two,
 /// 4 for more (the accumulators of R rows share the registers). With the
 /// layernorm folded in (LN), two more accumulators (the weight sums) leave
-/// room for 4 at two rows: 8 took 246 registers a thread on sm_90a.
+/// room for 4 at two rows: 8 took 246 registers a thread on sm_90a. Wide
+/// inputs take fewer where this does not fit (ops::decode_columns).
 template <int R, bool LN = false> constexpr int decodeColumnsFor(int one) {
   return R == 1 ? one : R == 2 && !LN ? 8 : 4;
 }
@@ -698,9 +699,9 @@ private:
         };
       };
       if (wide)
-        make.template operator()<detail::decodeColumnsFor<R>(8)>();
+        make.template operator()<ops::decode_columns<D, R, K, 256, false, detail::decodeColumnsFor<R>(8)>()>();
       else
-        make.template operator()<detail::decodeColumnsFor<R>(4)>();
+        make.template operator()<ops::decode_columns<D, R, K, 256, false, detail::decodeColumnsFor<R>(4)>()>();
     });
     decodeTuner_ = [](Linear &self, Context &c, const Tensor<D> &x, const Tensor<D> &out, bool cachedOnly) {
       auto site = []<class KK>(const Kernel<KK> &k, const Linear &s, Context &cc, const Tensor<D> &xx,
@@ -898,8 +899,8 @@ public:
         using Launch = std::function<void(const NormLinear &, Context &, const Tensor<D> &, const Tensor<D> &)>;
         std::array<Launch, detail::kDecodeSlots> kernels;
         detail::forDecodeLadder(decodeRows_, [&]<int R>() {
-          auto k = ctx.kernel<ops::DecodeLinear<D, R, detail::decodeColumnsFor<R, true>(8), K, 256, true, DE>>(
-              options.role + detail::decodeSuffix(R));
+          constexpr int BN = ops::decode_columns<D, R, K, 256, true, detail::decodeColumnsFor<R, true>(8)>();
+          auto k = ctx.kernel<ops::DecodeLinear<D, R, BN, K, 256, true, DE>>(options.role + detail::decodeSuffix(R));
           kernels[std::size_t(detail::decodeSlot(R))] = [k](const NormLinear &self, Context &c, const Tensor<D> &x,
                                                             const Tensor<D> &out) { self.launch(c, k, x, out); };
         });
@@ -1149,8 +1150,8 @@ public:
                                           const Tensor<i32> &, const Tensor<D> &)>;
         std::array<Launch, detail::kDecodeSlots> kernels;
         detail::forDecodeLadder(decodeRows_, [&]<int R>() {
-          auto k = ctx.kernel<ops::DecodeQkv<D, R, detail::decodeColumnsFor<R, true>(8), K, 256>>("decode_qkv" +
-                                                                                            std::to_string(R));
+          constexpr int BN = ops::decode_columns<D, R, K, 256, true, detail::decodeColumnsFor<R, true>(8)>();
+          auto k = ctx.kernel<ops::DecodeQkv<D, R, BN, K, 256>>("decode_qkv" + std::to_string(R));
           kernels[std::size_t(detail::decodeSlot(R))] = [k](const CausalSelfAttention &self, Context &c,
                                                             const Tensor<D> &x, const Tensor<i32> &pos,
                                                             const Tensor<D> &qkv) {
