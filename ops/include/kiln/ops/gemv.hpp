@@ -180,22 +180,41 @@ std::vector<Tile<f32, BN>> decode_rows(Ptr<T> x, Ptr<T> lnw, Ptr<T> lnb, Ptr<T> 
   return out;
 }
 
-/// The options a decode-row kernel of BM rows, BN columns and K inputs in
-/// chunks of KC runs with: the plain schedule, every thread loading at
-/// least 16 bytes of each weight chunk, and no more than 160 registers a
-/// thread for its accumulators, its weights in flight and its preloaded
-/// activations (more spills; tuning would only time the spills).
+/// 32-bit registers a thread of a decode-row kernel (decode_rows: BM rows,
+/// BN columns, K inputs in chunks of KC, on `warps` warps) holds for its
+/// accumulators, its weights in flight and its preloaded activations (and,
+/// with LN, layernorm weights and the two weight sums): an estimate, for
+/// pruning. A kernel built on decode_rows that holds more states how much:
+/// `weight_sets` sets of weight chunks, `extra_accumulators` more (BN, KC)
+/// f32 tiles.
 template <class T, int BM, int BN, int K, int KC, bool LN>
-constexpr bool decode_feasible(int warps, int stages, int schedule) {
+constexpr int decode_registers(int warps, int weight_sets = 1, int extra_accumulators = 0) {
   constexpr int bytes = int(sizeof(typename T::host));
   constexpr int chunks = (K + KC - 1) / KC;
+  constexpr int sums = LN ? 2 : 0; // the layernorm's sums over w g and w b
   int threads = warps * 32;
-  int tile = BN * KC * bytes / 4 / threads; // 32-bit registers of one (BN, KC) tile
-  int acc = (BM + (LN ? 2 : 0)) * BN * KC / threads; // LN: the sums over w g and w b
-  int weights = chunks * tile;
-  int preloaded = BM * chunks <= 16 ? (BM + (LN ? 2 : 0)) * chunks * tile : 0;
-  return schedule == 0 && stages == 2 && BN * KC * bytes >= threads * 16 &&
-         acc + weights + preloaded <= 160;
+  int tile = BN * KC * bytes / 4 / threads; // registers of one (BN, KC) tile of T
+  int acc = (BM + sums + extra_accumulators) * BN * KC / threads;
+  int weights = weight_sets * chunks * tile;
+  int preloaded = BM * chunks <= 16 ? (BM + sums) * chunks * tile : 0;
+  return acc + weights + preloaded;
+}
+
+/// Whether a decode-row kernel of BN columns in chunks of KC can run with
+/// these options: the plain schedule, and every thread loading at least 16
+/// bytes of each weight chunk.
+template <class T, int BN, int KC> constexpr bool decode_schedule(int warps, int stages, int schedule) {
+  return schedule == 0 && stages == 2 && BN * KC * int(sizeof(typename T::host)) >= warps * 32 * 16;
+}
+
+/// The options a decode-row kernel of BM rows, BN columns and K inputs in
+/// chunks of KC runs with: decode_schedule, and no more than 160 registers
+/// a thread (decode_registers; more spills, and tuning would only time the
+/// spills).
+template <class T, int BM, int BN, int K, int KC, bool LN>
+constexpr bool decode_feasible(int warps, int stages, int schedule) {
+  return decode_schedule<T, BN, KC>(warps, stages, schedule) &&
+         decode_registers<T, BM, BN, K, KC, LN>(warps) <= 160;
 }
 
 } // namespace detail
@@ -315,17 +334,12 @@ template <class T, int BM_, int BN_, int K_, int KC_> struct DecodeQkv {
 template <class T, int BM_, int BH_, int C_, int KC_> struct DecodeMlp {
   static constexpr int BM = BM_, BN = BH_, K = C_, KC = KC_;
   static_assert(C_ % KC_ == 0, "DecodeMlp: the model width is whole chunks");
-  /// decode_feasible's estimate with the down projection's weights and a
-  /// (BH, KC) f32 product tile on top, within 200 registers a thread.
+  /// decode_feasible's estimate with the down projection's weights (a
+  /// second set of chunks) and a (BH, KC) f32 product tile on top, within
+  /// 200 registers a thread.
   static constexpr bool feasible(int warps, int stages, int schedule) {
-    constexpr int bytes = int(sizeof(typename T::host)), chunks = C_ / KC_;
-    int threads = warps * 32;
-    int tile = BH_ * KC_ * bytes / 4 / threads;
-    int acc = (BM_ + 3) * BH_ * KC_ / threads; // rows, the two weight sums, the product
-    int weights = 2 * chunks * tile;
-    int preloaded = BM_ * chunks <= 16 ? (BM_ + 2) * chunks * tile : 0;
-    return schedule == 0 && stages == 2 && BH_ * KC_ * bytes >= threads * 16 &&
-           acc + weights + preloaded <= 200;
+    return detail::decode_schedule<T, BH_, KC_>(warps, stages, schedule) &&
+           detail::decode_registers<T, BM_, BH_, C_, KC_, true>(warps, 2, 1) <= 200;
   }
   void operator()(Ptr<T> x, Ptr<T> lnw, Ptr<T> lnb, Ptr<T> wu, Ptr<T> bu, Ptr<T> wd, Ptr<T> bd, Ptr<T> out,
                   Ptr<f32> acc, Ptr<i32> counter, I32 M, I32 H, F32 eps, Ptr<T> pf, I32 pf_count) const {
