@@ -182,6 +182,10 @@ int main(int argc, char **argv) {
     int fusedMlp = gpt2::ModelOptions{}.fused_mlp_rows;
     app.add_option("--fused-mlp-rows", fusedMlp,
                    "steps of up to this many sequences run each MLP as one launch (0, 1 or 2)");
+    int residentKeys = gpt2::ModelOptions{}.resident_attention_keys;
+    app.add_option("--resident-keys", residentKeys,
+                   "untuned decode attention holds every key in registers for contexts of up to this many "
+                   "keys' bucket (0: never; 256)");
     if (!tool::parse(app, argc, argv))
       return 0;
     gpt2::Mode parsedMode;
@@ -211,6 +215,8 @@ int main(int argc, char **argv) {
       throw tool::UsageError("--prefetch must be 0 or 1");
     if (fusedMlp < 0 || fusedMlp > 2)
       throw tool::UsageError("--fused-mlp-rows must be 0, 1 or 2");
+    if (residentKeys < 0)
+      throw tool::UsageError("--resident-keys must be 0 or more");
     gpt2::Precision prec = gpt2::parse_precision(precision);
     std::string why;
     if (!cuda::available(&why))
@@ -231,6 +237,7 @@ int main(int argc, char **argv) {
     mo.few_row_fusion = fewFuse == 1;
     mo.prefetch_weights = prefetch == 1;
     mo.fused_mlp_rows = std::min(fusedMlp, decodeRows);
+    mo.resident_attention_keys = residentKeys;
     auto t1 = Clock::now();
     gpt2::Model model(w, target, prec, gpt2::apply_mode(parsedMode, mo));
     double setupSeconds = since(t1);
@@ -258,11 +265,11 @@ int main(int argc, char **argv) {
       return 0;
     }
     std::printf(
-        "{\"model\": \"%s\", \"precision\": \"%s\", \"mode\": \"%s\", \"decode_kernel_rows\": %d, \"few_rows\": %d, \"few_fuse\": %d, \"prefetch\": %d, \"fused_mlp_rows\": %d, "
+        "{\"model\": \"%s\", \"precision\": \"%s\", \"mode\": \"%s\", \"decode_kernel_rows\": %d, \"few_rows\": %d, \"few_fuse\": %d, \"prefetch\": %d, \"fused_mlp_rows\": %d, \"resident_keys\": %d, "
         "\"device\": \"%s\", \"weights_s\": %.3f, \"setup_s\": %.3f, \"compile_s\": %.3f, \"kernels_from_cache\": %d, \"kernels\": %zu, "
         "\"device_bytes\": %zu, \"runs\": [",
         size.c_str(), precision.c_str(), mode.c_str(), decodeRows, fewRows, fewFuse, prefetch, mo.fused_mlp_rows,
-        cuda::device_name().c_str(), weightsSeconds,
+        residentKeys, cuda::device_name().c_str(), weightsSeconds,
         setupSeconds, e.compile_seconds,
         int(std::count_if(e.kernels.begin(), e.kernels.end(),
                           [](auto &k) { return k.from_cache; })),

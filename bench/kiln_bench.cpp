@@ -377,8 +377,9 @@ template <int D, int BM = 64, int WARPS = 4, int STAGES = 2> void BM_attention_p
 /// 1024-position cache): B sequences of `keys` keys each, 32 launches
 /// chained in one CUDA graph, each a programmatic dependent of the one
 /// before; GB/s is on the keys and values read. K is ops::AttentionDecode
-/// (partials in global memory, the last program merges) or
-/// ops::AttentionDecodeCluster (merged through a cluster's shared memory).
+/// (partials in global memory, the last program merges),
+/// ops::AttentionDecodeCluster (merged through a cluster's shared memory) or
+/// ops::AttentionDecodeResident (every key loaded before the wait).
 template <class K, int WARPS> void BM_attention_decode(benchmark::State &state) {
   const int B = int(state.range(0)), keys = int(state.range(1)), H = 12, D = 64, C = H * D, Tmax = 1024;
   const int launches = 32;
@@ -759,7 +760,8 @@ BENCHMARK(BM_few_rows)
     ->UseManualTime()->Unit(benchmark::kMicrosecond)->Iterations(1);
 #define KILN_ATTENTION_DECODE(...)                                                                             \
   BENCHMARK_TEMPLATE(BM_attention_decode, __VA_ARGS__)                                                         \
-      ->Args({1, 128})->Args({1, 512})->Args({8, 128})->Args({8, 512})                                         \
+      ->Args({1, 128})->Args({1, 192})->Args({1, 256})->Args({1, 512})->Args({8, 128})->Args({8, 192})         \
+      ->Args({8, 256})->Args({8, 512})                                                                         \
       ->UseManualTime()->Unit(benchmark::kMicrosecond)->Iterations(1)
 KILN_ATTENTION_DECODE(ops::AttentionDecode<f16, 16, 64, 16>, 2); // the untuned GPT-2 kernel
 KILN_ATTENTION_DECODE(ops::AttentionDecode<f16, 32, 64, 8>, 2);
@@ -769,6 +771,14 @@ KILN_ATTENTION_DECODE(ops::AttentionDecodeCluster<f16, 32, 64, 4>, 2);
 KILN_ATTENTION_DECODE(ops::AttentionDecodeCluster<f16, 32, 64, 8>, 2);
 KILN_ATTENTION_DECODE(ops::AttentionDecodeCluster<f16, 64, 64, 4>, 2);
 KILN_ATTENTION_DECODE(ops::AttentionDecodeCluster<f16, 64, 64, 8>, 4);
+KILN_ATTENTION_DECODE(ops::AttentionDecodeResident<f16, 128, 64, 1>, 4);
+KILN_ATTENTION_DECODE(ops::AttentionDecodeResident<f16, 128, 64, 1>, 8);
+KILN_ATTENTION_DECODE(ops::AttentionDecodeResident<f16, 256, 64, 1>, 8);
+KILN_ATTENTION_DECODE(ops::AttentionDecodeResident<f16, 64, 64, 2>, 4);
+KILN_ATTENTION_DECODE(ops::AttentionDecodeResident<f16, 64, 64, 4>, 2);
+KILN_ATTENTION_DECODE(ops::AttentionDecodeResident<f16, 64, 64, 4>, 4);
+KILN_ATTENTION_DECODE(ops::AttentionDecodeResident<f16, 32, 64, 4>, 2);
+KILN_ATTENTION_DECODE(ops::AttentionDecodeResident<f16, 32, 64, 8>, 2);
 #undef KILN_ATTENTION_DECODE
 using DE = ops::DecodeEpilogue;
 BENCHMARK(BM_decode_rows<1, 768, false, DE::None>)->Arg(768)->Arg(3072)

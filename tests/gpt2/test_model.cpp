@@ -345,10 +345,21 @@ TEST_CASE("batches decode alike on the decode-step kernels and on the prefill pr
   Model prefetching(w, target(), Precision::F32, ahead);
   CHECK(prefetching.generate({g.prompt, shortPrompt, g.prompt}, go) == reference);
   CHECK(prefetching.generate({g.prompt}, go).at(0) == reference.at(0));
+  // Decode attention on the split kernels at every length (no keys held
+  // in registers): the same tokens.
+  ModelOptions split;
+  split.max_batch = 3;
+  split.resident_attention_keys = 0;
+  Model splitting(w, target(), Precision::F32, split);
+  CHECK(splitting.generate({g.prompt, shortPrompt, g.prompt}, go) == reference);
   ModelOptions bad;
   bad.decode_kernel_rows = 3;
   CHECK_THROWS_WITH_AS(Model(w, target(), Precision::F32, bad),
                        "gpt2: decode_kernel_rows must be 0, 1, 2, 4 or 8 (got 3)", Error);
+  ModelOptions negative;
+  negative.resident_attention_keys = -1;
+  CHECK_THROWS_WITH_AS(Model(w, target(), Precision::F32, negative),
+                       "gpt2: resident_attention_keys must be >= 0 (got -1)", Error);
 }
 
 TEST_CASE("the fused decode MLP: fp32 models keep the two products, three rows are refused") {

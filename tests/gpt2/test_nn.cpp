@@ -239,7 +239,7 @@ namespace {
 /// One sequence of 5 prompt tokens, then 2 decode steps, against attention
 /// computed in double from the same q, k, v; with the heuristics' kernels or
 /// (`tuned`) every kernel tuned first.
-void checkAttention(bool tuned) {
+void checkAttention(bool tuned, int residentKeys = nn::CausalSelfAttention<f32>::kResidentKeys) {
   const int64_t C = 64, H = 4, T = 64;
   const int P = 5;
   nn::Context ctx(target());
@@ -249,7 +249,8 @@ void checkAttention(bool tuned) {
   nn::Tensor<f32> wqkvT(target(), {3 * C, C}, nn::transpose(wqkv.to_host(), C, 3 * C));
   nn::Linear<f32, Epilogue::BiasResidual> proj(ctx, wp, bp);
   nn::CausalSelfAttention<f32> attn(ctx, ln(), wqkv, bqkv, wqkvT, std::move(proj), int(H),
-                                    nn::KvCache<f32>(target(), 1, T, C), nn::Widths<C>{});
+                                    nn::KvCache<f32>(target(), 1, T, C), nn::Widths<C>{}, nn::kDecodeRows,
+                                    nn::kFewRows, false, residentKeys);
   ctx.compile();
   nn::Workspace<f32> ws(target(), T, C, 1, H, attn.splits(), C / H);
   if (tuned) {
@@ -329,6 +330,23 @@ void checkAttention(bool tuned) {
 
 TEST_CASE("nn::CausalSelfAttention: a prefill and decode steps agree with the reference") {
   checkAttention(false);
+}
+
+TEST_CASE("nn::CausalSelfAttention: the split decode attention (no resident keys) agrees with the reference") {
+  checkAttention(false, 0);
+}
+
+TEST_CASE("nn::CausalSelfAttention: a negative resident_keys is refused") {
+  nn::Context ctx(target());
+  const int64_t C = 64;
+  nn::Tensor<f32> wqkv = tensor({C, 3 * C}, 22, 0.2f);
+  nn::Tensor<f32> wqkvT(target(), {3 * C, C}, nn::transpose(wqkv.to_host(), C, 3 * C));
+  CHECK_THROWS_WITH_AS(
+      nn::CausalSelfAttention<f32>(
+          ctx, nn::LayerNorm<f32>(ctx, tensor({C}, 20), tensor({C}, 21, 0.1f)), wqkv, tensor({3 * C}, 23, 0.1f),
+          wqkvT, nn::Linear<f32, Epilogue::BiasResidual>(ctx, tensor({C, C}, 24, 0.1f), tensor({C}, 25, 0.1f)),
+          4, nn::KvCache<f32>(target(), 1, 64, C), nn::Widths<C>{}, nn::kDecodeRows, nn::kFewRows, false, -1),
+      "nn::CausalSelfAttention(64): resident_keys must be >= 0 (got -1)", Error);
 }
 
 TEST_CASE("nn::CausalSelfAttention: tuned prefill and decode kernels agree with the reference") {

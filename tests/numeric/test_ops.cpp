@@ -1339,6 +1339,14 @@ TEST_CASE("decode attention over a split cache matches softmax attention") {
   };
   cluster(compile<ops::AttentionDecodeCluster<f32, BN, D, SPLITS>>(kCpu), SPLITS);
   cluster(compile<ops::AttentionDecodeCluster<f32, BN, D, 2>>(kCpu), 2);
+  // Keys in registers, loaded before the wait: one program a head (keys
+  // past the first block online), or a cluster's programs a block each
+  // (sequences of 1-38 keys in one pass over 4 blocks of 8, 300 keys also
+  // online), the same grid shape.
+  cluster(compile<ops::AttentionDecodeResident<f32, BN, D, 1>>(kCpu), 1);
+  cluster(compile<ops::AttentionDecodeResident<f32, 32, D, 1>>(kCpu), 1);
+  cluster(compile<ops::AttentionDecodeResident<f32, BN, D, 2>>(kCpu), 2);
+  cluster(compile<ops::AttentionDecodeResident<f32, 16, D, SPLITS>>(kCpu), SPLITS);
   // A head a program (SPLITS = 1): no parts, no count.
   auto one = compile<ops::AttentionDecode<f32, BN, D, 1>>(kCpu);
   std::vector<float> part(1, std::nanf("")), out(std::size_t(B) * C, -7.f);

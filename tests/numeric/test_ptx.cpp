@@ -201,6 +201,30 @@ TEST_CASE("GPT-2 kernels") {
     CHECK(ptx.find("ld.global") < wait);
     CHECK(ptx.find("ld.global.v4", wait) != std::string::npos);
   }
+  // Keys in registers: every 16-byte load of a program's keys and values
+  // (BN x D halves each, over its threads) is issued before the wait; no
+  // spills at the sizes GPT-2's decode steps run.
+  auto resident = [&]<class K>(int warps) {
+    CompileOptions options;
+    options.num_warps = warps;
+    auto k = compile<K>(Target::cuda("sm_90a"), options);
+    const std::string &ptx = k.ir(Stage::Ptx);
+    CAPTURE(k.name());
+    CHECK(ptxas(ptx, "sm_90a", k.name()) == 0);
+    CHECK(spill_stores(ptx, k.name()) == 0);
+    auto wait = ptx.find("griddepcontrol.wait");
+    REQUIRE(wait != std::string::npos);
+    int before = 0;
+    for (auto at = ptx.find("ld.global.v4"); at < wait; at = ptx.find("ld.global.v4", at + 1))
+      ++before;
+    CHECK(before == 2 * K::BN * K::D * 2 / (warps * 32 * 16));
+    CHECK(ptx.find("ex2.approx") != std::string::npos);
+    return ptx;
+  };
+  resident.template operator()<ops::AttentionDecodeResident<f16, 128, 64, 1>>(4);
+  resident.template operator()<ops::AttentionDecodeResident<f16, 256, 64, 1>>(8);
+  auto residentCluster = resident.template operator()<ops::AttentionDecodeResident<f16, 64, 64, 4>>(2);
+  CHECK(residentCluster.find(".reqnctapercluster 4, 1, 1") != std::string::npos);
   check_kernel<ops::MatmulSplitK<f16, 16, 64, 64>>("mma.sync.aligned.m16n8k16");
   check_kernel<ops::SplitKEpilogue<f16, 1024, ops::Epilogue::BiasGelu>>();
   // The one-launch split-K product: tensor cores, one atomic per program;

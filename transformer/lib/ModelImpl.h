@@ -128,7 +128,8 @@ template <class D> struct ModelImpl final : Model::Impl {
     nn::CausalSelfAttention<D> attn(ctx, std::move(ln1), upload(p[2], {C, 3 * C}),
                                     upload(p[3], {3 * C}), decodeCopy(12, {3 * C, C}),
                                     std::move(attnProj), cfg.n_head,
-                                    nn::KvCache<D>(target, B, Tmax, C), W1{}, rows, few, opts.few_row_fusion);
+                                    nn::KvCache<D>(target, B, Tmax, C), W1{}, rows, few, opts.few_row_fusion,
+                                    opts.resident_attention_keys);
     nn::LayerNorm<D> ln2(ctx, upload(p[6], {C}), upload(p[7], {C}));
     nn::NormLinear<D, Epilogue::BiasGelu> fc(ctx, std::move(ln2), upload(p[8], {C, 4 * C}),
                                              upload(p[9], {4 * C}), decodeCopy(14, {4 * C, C}),
@@ -154,6 +155,9 @@ template <class D> struct ModelImpl final : Model::Impl {
                   ")");
     if (o.fused_mlp_rows < 0 || o.fused_mlp_rows > 2)
       throw Error("gpt2: fused_mlp_rows must be 0, 1 or 2 (got " + std::to_string(o.fused_mlp_rows) + ")");
+    if (o.resident_attention_keys < 0)
+      throw Error("gpt2: resident_attention_keys must be >= 0 (got " + std::to_string(o.resident_attention_keys) +
+                  ")");
     if (o.few_row_products < 0 || o.few_row_products > nn::kFewRows)
       throw Error("gpt2: few_row_products must be 0 to " + std::to_string(nn::kFewRows) + " (got " +
                   std::to_string(o.few_row_products) + ")");

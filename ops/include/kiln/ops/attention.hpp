@@ -10,6 +10,7 @@
 
 #include "kiln/kiln.hpp"
 #include "kiln/ops/launch.hpp"
+#include "kiln/ops/softmax.hpp"
 
 #include <tuple>
 #include <utility>
@@ -95,7 +96,8 @@ namespace detail {
 /// What one program of a split decode attention computes (see
 /// AttentionDecode): program s of the S of head h of sequence b attends to
 /// its span of the len = pos[b] + 1 keys, then calls then(m, l, acc, used,
-/// len) with its running max, sum and unnormalised output (the masked
+/// len) with its running max (of scores in base 2: scale * log2(e) * q.k),
+/// sum and unnormalised output (the masked
 /// score, 0 and 0 where its span is empty) and the number of programs that
 /// have keys. With `guarded`, programs past the used ones skip their loads
 /// and `then` (kernels whose programs never meet); without, every program
@@ -137,15 +139,16 @@ void decode_attention_span(Ptr<T> qkv, Ptr<T> kc, Ptr<T> vc, Ptr<i32> pos, I32 C
     // exchange through shared memory.
     auto q = load(qkv + b * (3 * C) + h * D + broadcast_to<BN, D>(expand_dims<0>(rd)));
     using KV = Tile<T, BN, D>;
+    auto c = scale * detail::kLog2e; // scores in base 2: one ex2 each
     auto init = std::tuple{F32(kMaskedScore), F32(0.0f), zeros<f32, D>(), k0, v0};
     auto [m, l, acc, kl, vl] =
         for_range(lo, hi, BN, init, [&](I32 n0, F32 m, F32 l, Tile<f32, D> acc, KV kt, KV vt) {
           auto [kn, vn] = keys(n0 + BN); // the next block, in flight during this one
           auto rn = n0 + arange<BN>();
-          auto sc = where(rn < hi, sum<1>(cast<f32>(kt) * cast<f32>(q)) * scale, kMaskedScore);
+          auto sc = where(rn < hi, sum<1>(cast<f32>(kt) * cast<f32>(q)) * c, kMaskedScore);
           auto m_new = maximum(m, max(sc));
-          auto p = where(rn < hi, exp(sc - m_new), 0.0f);
-          auto alpha = exp(m - m_new);
+          auto p = where(rn < hi, exp2(sc - m_new), 0.0f);
+          auto alpha = exp2(m - m_new);
           return std::tuple{m_new, l * alpha + sum(p), acc * alpha + sum<0>(cast<f32>(vt) * expand_dims<1>(p)),
                             kn, vn};
         });
@@ -170,8 +173,8 @@ void decode_attention_span(Ptr<T> qkv, Ptr<T> kc, Ptr<T> vc, Ptr<i32> pos, I32 C
 /// f32: D outputs, then m and l). Programs past the last span (a short
 /// sequence) do nothing. The last of the used programs of (b, h) to finish
 /// (an atomic count in counter[b * H + h], which it resets to 0) merges
-/// the parts: out = sum_s e^(m_s - M) acc_s / sum_s e^(m_s - M) l_s with
-/// M = max_s m_s.
+/// the parts: out = sum_s 2^(m_s - M) acc_s / sum_s 2^(m_s - M) l_s with
+/// M = max_s m_s (scores in base 2, one ex2 each).
 /// Where one program has all the keys (S = 1, or a sequence of at most BN
 /// keys) it writes the output directly: no part, count or merge. SPLITS =
 /// 1 compiles only that path (a head a program: for short contexts, where
@@ -224,7 +227,7 @@ template <class T, int BN_, int D_, int SPLITS> struct AttentionDecode {
                 auto accs =
                     load(parts + expand_dims<1>(rs) * (D + 2) + expand_dims<0>(rd), expand_dims<1>(in), 0.0f);
                 auto top = max(ms);
-                auto w = where(in, exp(ms - top), 0.0f); // (SPLITS)
+                auto w = where(in, exp2(ms - top), 0.0f); // (SPLITS)
                 auto o = sum<0>(accs * expand_dims<1>(w)) / sum(w * ls);
                 store(out + b * C + h * D + rd, cast<T>(o));
                 store(counter + b * H + h, I32(0));
@@ -265,10 +268,96 @@ template <class T, int BN_, int D_, int CLUSTER> struct AttentionDecodeCluster {
         [&](F32 m, F32 l, Tile<f32, D> acc, I32 used, I32) {
           auto [ms, ls, accs] = cluster_gather<CLUSTER>(m, l, acc);
           auto in = arange<CLUSTER>() < used;
-          auto w = where(in, exp(ms - max(ms)), 0.0f); // (CLUSTER)
+          auto w = where(in, exp2(ms - max(ms)), 0.0f); // (CLUSTER)
           auto o = sum<0>(accs * expand_dims<1>(w)) / sum(w * ls);
           detail::when(s == 0, [&] { store(out + b * C + h * D + rd, cast<T>(o)); });
         });
+  }
+};
+
+/// Decode attention with a head's first CLUSTER * BN keys held in
+/// registers. Program s of the CLUSTER programs of head h of sequence b
+/// (a thread-block cluster where CLUSTER > 1) loads keys and values s * BN
+/// .. s * BN + BN - 1 before its grid_dependency_wait, all but the step's
+/// own (the key and value at pos[b], which the QKV kernel before it writes
+/// into the cache); after the wait it loads the query and that own key
+/// and value, scores its BN keys at once (one max and one sum over them,
+/// not a running max a block) and sums its values. Sequences longer than
+/// CLUSTER * BN keys are correct too: program s then goes on, online,
+/// through the blocks s * BN + i * CLUSTER * BN, loaded after the wait. With
+/// CLUSTER > 1 the programs' maxima, sums and outputs meet in the cluster's
+/// shared memory (cluster_gather) and the program of rank 0 writes the
+/// merged output. Scores are in base 2 (the scale and log2(e) folded into
+/// one multiply, exp2).
+///
+/// For contexts up to CLUSTER * BN keys, where every key's load can be in
+/// flight while the previous kernel ends; longer ones want the split
+/// kernels above.
+///
+/// Grid: (CLUSTER, H, B). `part` and `counter` are not used (the signature
+/// is AttentionDecode's, so that one launch site serves them all).
+template <class T, int BN_, int D_, int CLUSTER = 1> struct AttentionDecodeResident {
+  static constexpr int BN = BN_, D = D_, Splits = CLUSTER;
+  static_assert(CLUSTER >= 1 && CLUSTER <= 8, "one program a head, or a cluster of 2 to 8");
+  static Grid grid(int64_t B, int64_t H) { return Grid(uint32_t(CLUSTER), uint32_t(H), uint32_t(B)); }
+  /// Plain schedule, one stage; every thread loads at least 16 bytes of a
+  /// key block.
+  static constexpr bool feasible(int warps, int stages, int schedule) {
+    return AttentionDecode<T, BN_, D_, 1>::feasible(warps, stages, schedule);
+  }
+  void operator()(Ptr<T> qkv, Ptr<T> kc, Ptr<T> vc, Ptr<f32>, Ptr<i32>, Ptr<T> out, Ptr<i32> pos, I32 C,
+                  I32 Tmax, F32 scale) const {
+    auto s = program_id(0), h = program_id(1), b = program_id(2);
+    launch_dependents();
+    auto len = load(pos + b) + 1;
+    auto rd = arange<D>();
+    auto kbase = kc + b * Tmax * C + h * D;
+    auto vbase = vc + b * Tmax * C + h * D;
+    auto offsets = [&](Tile<i32, BN> rn) { return expand_dims<1>(rn) * C + expand_dims<0>(rd); };
+    // Every earlier key and value of this program's block: no kernel of
+    // the step before this one writes them.
+    auto rn0 = s * BN + arange<BN>();
+    auto earlier = expand_dims<1>(rn0 < len - 1);
+    auto k_early = load(kbase + offsets(rn0), earlier, 0);
+    auto v_early = load(vbase + offsets(rn0), earlier, 0);
+    grid_dependency_wait();
+    auto own = expand_dims<1>(rn0 == len - 1);
+    auto k0 = where(own, load(kbase + offsets(rn0), own, 0), k_early);
+    auto v0 = where(own, load(vbase + offsets(rn0), own, 0), v_early);
+    // The query, loaded by each thread for the columns of k it holds.
+    auto q = cast<f32>(load(qkv + b * (3 * C) + h * D + broadcast_to<BN, D>(expand_dims<0>(rd))));
+    auto c = scale * detail::kLog2e;
+    auto scores = [&](Tile<T, BN, D> kt, Tile<i32, BN> rn) {
+      return where(rn < len, sum<1>(cast<f32>(kt) * q) * c, kMaskedScore);
+    };
+    auto sc = scores(k0, rn0);
+    auto m0 = max(sc);
+    auto p0 = where(rn0 < len, exp2(sc - m0), 0.0f);
+    auto l0 = sum(p0);
+    auto acc0 = sum<0>(cast<f32>(v0) * expand_dims<1>(p0));
+    // Keys past the first CLUSTER * BN: online, a block at a time.
+    auto [m, l, acc] = for_range(
+        s * BN + CLUSTER * BN, len, CLUSTER * BN, std::tuple{m0, l0, acc0},
+        [&](I32 n0, F32 m, F32 l, Tile<f32, D> acc) {
+          auto rn = n0 + arange<BN>();
+          auto valid = expand_dims<1>(rn < len);
+          auto kt = load(kbase + offsets(rn), valid, 0);
+          auto vt = load(vbase + offsets(rn), valid, 0);
+          auto sn = scores(kt, rn);
+          auto m_new = maximum(m, max(sn));
+          auto p = where(rn < len, exp2(sn - m_new), 0.0f);
+          auto alpha = exp2(m - m_new);
+          return std::tuple{m_new, l * alpha + sum(p), acc * alpha + sum<0>(cast<f32>(vt) * expand_dims<1>(p))};
+        });
+    if constexpr (CLUSTER == 1) {
+      store(out + b * C + h * D + rd, cast<T>(acc / l));
+    } else {
+      auto [ms, ls, accs] = cluster_gather<CLUSTER>(m, l, acc);
+      auto in = arange<CLUSTER>() * BN < len; // programs with keys
+      auto w = where(in, exp2(ms - max(ms)), 0.0f);
+      auto o = sum<0>(accs * expand_dims<1>(w)) / sum(w * ls);
+      detail::when(s == 0, [&] { store(out + b * C + h * D + rd, cast<T>(o)); });
+    }
   }
 };
 

@@ -76,6 +76,12 @@ struct ModelOptions {
   /// an H100 the batch-1 step of 124M took 0.315 ms with it against 0.254
   /// without (bench/README.md).
   int fused_mlp_rows = 0;
+  /// Untuned decode steps whose sequences attend to at most this many keys
+  /// (their length bucket: the next power of two from 128) run decode
+  /// attention with every key and value loaded into registers before the
+  /// kernel waits on the QKV kernel (ops::AttentionDecodeResident); longer
+  /// ones the split kernels. 0: the split kernels at every length.
+  int resident_attention_keys = 256;
 };
 
 /// torch.compile's modes, kiln's way:

@@ -1090,13 +1090,21 @@ template <class D> struct KvCache {
 /// one grid for every position, so a captured graph serves them all), or,
 /// untuned on sm_90 and newer and where tuning picks it, over the 4 or 8
 /// programs of a thread-block cluster that merge through its shared memory
-/// (ops::AttentionDecodeCluster); the projection. Decode attention reads the positions and the earlier keys
-/// before it waits on the QKV kernel: a step starts with an ordinary launch
-/// (nn::Embedding's), so the previous step has completed.
+/// (ops::AttentionDecodeCluster); untuned steps of short contexts (length
+/// buckets of up to `resident_keys` keys) hold every key and value in
+/// registers (ops::AttentionDecodeResident); the projection. Decode
+/// attention reads the positions and the earlier keys (the resident
+/// kernels also the values) before it waits on the QKV kernel: a step
+/// starts with an ordinary launch (nn::Embedding's), so the previous step
+/// has completed.
 template <class D> class CausalSelfAttention {
 public:
   /// The most programs per (sequence, head) a decode attention kernel uses.
   static constexpr int kMaxSplits = 32;
+  /// Untuned decode steps whose length bucket (decode_bucket) is at most
+  /// this many keys run ops::AttentionDecodeResident: every key and value
+  /// loaded before the wait on the QKV kernel, one pass over them.
+  static constexpr int kResidentKeys = 256;
 
   /// `decode_rows`: steps of up to this many sequences (rounded down to 1,
   /// 2, 4 or kDecodeRows) run the fused decode QKV kernel of the smallest of
@@ -1105,15 +1113,17 @@ public:
   /// layernorm, the product on w_qkv_t and the cache write in one launch),
   /// or without `fuse_layernorm` the layernorm, then ops::FewRowsQkv
   /// without it (the product and the cache write); larger ones the
-  /// prefill kernels and the cache write.
+  /// prefill kernels and the cache write. `resident_keys`: see
+  /// kResidentKeys (0: the split kernels for every length).
   template <int... W>
   CausalSelfAttention(Context &ctx, LayerNorm<D> ln, Tensor<D> w_qkv, Tensor<D> b_qkv,
                       Tensor<D> w_qkv_t, Linear<D, Epilogue::BiasResidual> proj, int heads,
                       KvCache<D> cache, Widths<W...> = {}, int decode_rows = kDecodeRows,
-                      int few_rows = kFewRows, bool fuse_layernorm = false)
+                      int few_rows = kFewRows, bool fuse_layernorm = false, int resident_keys = kResidentKeys)
       : qkv_(ctx, std::move(ln), std::move(w_qkv), std::move(b_qkv), w_qkv_t,
              LinearOptions{"qkv", 0, fuse_layernorm ? 0 : few_rows, false}),
-        qkvT_(std::move(w_qkv_t)), proj_(std::move(proj)), heads_(heads), cache_(std::move(cache)) {
+        qkvT_(std::move(w_qkv_t)), proj_(std::move(proj)), heads_(heads), residentKeys_(resident_keys),
+        cache_(std::move(cache)) {
     int64_t C = features();
     std::string name = "nn::CausalSelfAttention(" + std::to_string(C) + ")";
     expect(qkv_.linear().weight(), {C, 3 * C}, name, "w_qkv");
@@ -1122,6 +1132,8 @@ public:
     if (heads < 1 || C % heads != 0)
       throw Error(name + ": " + std::to_string(heads) + " heads do not divide " + std::to_string(C) +
                   " features");
+    if (resident_keys < 0)
+      throw Error(name + ": resident_keys must be >= 0 (got " + std::to_string(resident_keys) + ")");
     expect(cache_.k, {kAny, kAny, C}, name, "cache.k");
     expect(cache_.v, {cache_.batch(), cache_.context(), C}, name, "cache.v");
     kvWrite_ = ctx.kernel<ops::KvWrite<D, 256>>("kv_write");
@@ -1357,20 +1369,37 @@ private:
     // programs a head, merged through global memory.
     CompileOptions two;
     two.num_warps = 2;
-    auto untuned = [&]<class Decode>() {
+    // Length buckets of up to residentKeys_ keys: every key in registers
+    // (ops::AttentionDecodeResident), RESIDENT_SHORT's keys in one program
+    // a head, else RESIDENT_LONG's (over a cluster where there are clusters).
+    using Short = ResidentShort<HD>;
+    using Long = ResidentLong<HD>;
+    using LongFlat = ResidentLongFlat<HD>;
+    auto shortK = ctx.kernel<Short>("attention_decode", residentOptions<Short>());
+    auto untuned = [&]<class Decode, class LongK>() {
       auto dec = ctx.kernel<Decode>("attention_decode", two);
-      decodeAttention_ = [dec](const CausalSelfAttention &a, Context &c, const Workspace<D> &ws,
-                               const Tensor<i32> &pos, int64_t B, int64_t keys) {
-        if (auto t = a.decodeTuned_.find({B, a.decode_bucket(keys)}); t != a.decodeTuned_.end())
+      auto longK = ctx.kernel<LongK>("attention_decode", residentOptions<LongK>());
+      decodeAttention_ = [dec, shortK, longK](const CausalSelfAttention &a, Context &c, const Workspace<D> &ws,
+                                              const Tensor<i32> &pos, int64_t B, int64_t keys) {
+        int64_t bucket = a.decode_bucket(keys);
+        if (auto t = a.decodeTuned_.find({B, bucket}); t != a.decodeTuned_.end())
           return t->second(a, c, ws, pos, B, nullptr);
-        dec(c, Decode::grid(B, a.heads_), ws.qkv.data(), a.cache_.k.data(), a.cache_.v.data(), ws.parts.data(), ws.counter.data(),
-            ws.att.data(), pos.data(), int(a.features()), int(a.cache_.context()), a.scale());
+        auto launch = [&]<class K>(const Handle<K> &k) {
+          k(c, K::grid(B, a.heads_), ws.qkv.data(), a.cache_.k.data(), a.cache_.v.data(), ws.parts.data(),
+            ws.counter.data(), ws.att.data(), pos.data(), int(a.features()), int(a.cache_.context()), a.scale());
+        };
+        if (bucket <= a.residentKeys_ && bucket <= Short::BN)
+          launch(shortK);
+        else if (bucket <= a.residentKeys_ && bucket <= LongK::BN * LongK::Splits)
+          launch(longK);
+        else
+          launch(dec);
       };
     };
     if (ctx.target().kind == Target::Kind::Cuda && ctx.target().has_clusters())
-      untuned.template operator()<ops::AttentionDecodeCluster<D, 32, HD, 4>>();
+      untuned.template operator()<ops::AttentionDecodeCluster<D, 32, HD, 4>, Long>();
     else
-      untuned.template operator()<ops::AttentionDecode<D, 16, HD, 16>>();
+      untuned.template operator()<ops::AttentionDecode<D, 16, HD, 16>, LongFlat>();
     attentionTuner_ = [](CausalSelfAttention &self, Context &c, const Workspace<D> &ws, int64_t rows,
                          int64_t B, const Tensor<D> *x, bool cachedOnly) {
       const Target &t = c.target();
@@ -1518,6 +1547,19 @@ private:
                                          ops::AttentionPrefill<D, 128, 64, HD>, ops::AttentionPrefill<D, 128, 32, HD>>,
                            tuning::kWarps, hana::tuple_c<int, 2, 3>, tuning::kPlainOnly);
   }
+  /// The untuned resident decode attention kernels (at head_dim 64, 16-bit:
+  /// 128 keys a program; 256 keys over a cluster of 4 programs, or in one
+  /// program where there are no clusters), and their warps: 128 bytes of
+  /// keys and 128 of values a thread.
+  template <int HD> using ResidentShort = ops::AttentionDecodeResident<D, 8192 / HD, HD, 1>;
+  template <int HD> using ResidentLong = ops::AttentionDecodeResident<D, 4096 / HD, HD, 4>;
+  template <int HD> using ResidentLongFlat = ops::AttentionDecodeResident<D, 16384 / HD, HD, 1>;
+  template <class K> static CompileOptions residentOptions() {
+    CompileOptions o;
+    o.num_warps = std::max(1, K::BN * K::D * int(sizeof(typename D::host)) / (32 * 128));
+    return o;
+  }
+
   /// Decode attention's space: the global-merge kernels, and with
   /// CLUSTERS the cluster-merged ones too.
   template <int HD, bool CLUSTERS> static constexpr auto decodeSpace() {
@@ -1528,11 +1570,13 @@ private:
                       ops::AttentionDecode<D, 32, HD, 2>, ops::AttentionDecode<D, 32, HD, 4>,
                       ops::AttentionDecode<D, 32, HD, 8>, ops::AttentionDecode<D, 32, HD, 16>,
                       ops::AttentionDecode<D, 32, HD, kMaxSplits>, ops::AttentionDecode<D, 64, HD, 4>,
-                      ops::AttentionDecode<D, 64, HD, 8>, ops::AttentionDecode<D, 64, HD, 16>>;
+                      ops::AttentionDecode<D, 64, HD, 8>, ops::AttentionDecode<D, 64, HD, 16>,
+                      ResidentShort<HD>, ResidentLongFlat<HD>>;
     constexpr auto cluster =
         hana::tuple_t<ops::AttentionDecodeCluster<D, 16, HD, 4>, ops::AttentionDecodeCluster<D, 16, HD, 8>,
                       ops::AttentionDecodeCluster<D, 32, HD, 4>, ops::AttentionDecodeCluster<D, 32, HD, 8>,
-                      ops::AttentionDecodeCluster<D, 64, HD, 4>, ops::AttentionDecodeCluster<D, 64, HD, 8>>;
+                      ops::AttentionDecodeCluster<D, 64, HD, 4>, ops::AttentionDecodeCluster<D, 64, HD, 8>,
+                      ResidentLong<HD>, ops::AttentionDecodeResident<D, 2048 / HD, HD, 4>>;
     if constexpr (CLUSTERS)
       return tuning::product(hana::concat(global, cluster), tuning::kRowWarps, tuning::kNoStages,
                              tuning::kPlainOnly);
@@ -1545,6 +1589,7 @@ private:
   detail::Prefetch<D> qkvPrefetch_;
   Linear<D, Epilogue::BiasResidual> proj_;
   int heads_;
+  int residentKeys_; ///< untuned steps of buckets up to this many keys run the resident kernels
   KvCache<D> cache_;
   Handle<ops::KvWrite<D, 256>> kvWrite_;
   // Launchers of the kernels chosen by head_dim and width; they take the
