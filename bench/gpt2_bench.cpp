@@ -184,8 +184,8 @@ int main(int argc, char **argv) {
                    "steps of up to this many sequences run each MLP as one launch (0, 1 or 2)");
     int residentKeys = gpt2::ModelOptions{}.resident_attention_keys;
     app.add_option("--resident-keys", residentKeys,
-                   "untuned decode attention holds every key in registers for contexts of up to this many "
-                   "keys' bucket (0: never; 256)");
+                   "untuned batch-1 decode attention holds its first keys in registers for contexts of up to "
+                   "this many keys' bucket (0: never; 512)");
     if (!tool::parse(app, argc, argv))
       return 0;
     gpt2::Mode parsedMode;

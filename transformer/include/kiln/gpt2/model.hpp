@@ -76,12 +76,17 @@ struct ModelOptions {
   /// an H100 the batch-1 step of 124M took 0.315 ms with it against 0.254
   /// without (bench/README.md).
   int fused_mlp_rows = 0;
-  /// Untuned decode steps whose sequences attend to at most this many keys
-  /// (their length bucket: the next power of two from 128) run decode
-  /// attention with every key and value loaded into registers before the
-  /// kernel waits on the QKV kernel (ops::AttentionDecodeResident); longer
-  /// ones the split kernels. 0: the split kernels at every length.
-  int resident_attention_keys = 256;
+  /// Untuned decode steps of one sequence that attends to at most this many
+  /// keys (its length bucket: the next power of two from 128) run decode
+  /// attention over the 4 programs of a thread-block cluster with the keys
+  /// and values of their first blocks (256 keys at head_dim 64) loaded
+  /// before the kernel waits on the QKV kernel
+  /// (ops::AttentionDecodeResident; GPUs with clusters, and the CPU);
+  /// longer contexts and batches the split kernels (on an H100 the batch-1
+  /// step of 124M took 0.249 ms with it against 0.261 without at prompt 64,
+  /// 0.278 against 0.288 at prompt 256; batch-8 steps were 1-6% slower with
+  /// it). 0: the split kernels at every length.
+  int resident_attention_keys = 512;
 };
 
 /// torch.compile's modes, kiln's way:

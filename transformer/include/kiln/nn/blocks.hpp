@@ -1090,21 +1090,23 @@ template <class D> struct KvCache {
 /// one grid for every position, so a captured graph serves them all), or,
 /// untuned on sm_90 and newer and where tuning picks it, over the 4 or 8
 /// programs of a thread-block cluster that merge through its shared memory
-/// (ops::AttentionDecodeCluster); untuned steps of short contexts (length
-/// buckets of up to `resident_keys` keys) hold every key and value in
-/// registers (ops::AttentionDecodeResident); the projection. Decode
-/// attention reads the positions and the earlier keys (the resident
-/// kernels also the values) before it waits on the QKV kernel: a step
-/// starts with an ordinary launch (nn::Embedding's), so the previous step
-/// has completed.
+/// (ops::AttentionDecodeCluster); untuned steps of one sequence in length
+/// buckets of up to `resident_keys` keys, where there are clusters, over
+/// the 4 programs of a cluster that hold their first blocks' keys and
+/// values in registers (ops::AttentionDecodeResident); the projection. Decode attention reads
+/// the positions and the earlier keys (the resident kernels also the
+/// values) before it waits on the QKV kernel: a step starts with an
+/// ordinary launch (nn::Embedding's), so the previous step has completed.
 template <class D> class CausalSelfAttention {
 public:
   /// The most programs per (sequence, head) a decode attention kernel uses.
   static constexpr int kMaxSplits = 32;
-  /// Untuned decode steps whose length bucket (decode_bucket) is at most
-  /// this many keys run ops::AttentionDecodeResident: every key and value
-  /// loaded before the wait on the QKV kernel, one pass over them.
-  static constexpr int kResidentKeys = 256;
+  /// Untuned decode steps of one sequence whose length bucket
+  /// (decode_bucket) is at most this many keys run
+  /// ops::AttentionDecodeResident over a cluster of 4 (where there are
+  /// clusters): the keys and values of the first 4 blocks loaded before the
+  /// wait on the QKV kernel, one pass over them.
+  static constexpr int kResidentKeys = 512;
 
   /// `decode_rows`: steps of up to this many sequences (rounded down to 1,
   /// 2, 4 or kDecodeRows) run the fused decode QKV kernel of the smallest of
@@ -1366,21 +1368,22 @@ private:
     // programs of a thread-block cluster, merged in its shared memory
     // (H200, chained: 2.9 us a launch against 3.7 at 128 keys, batch 1; 4.1
     // against 5.4 at batch 8); elsewhere 16-key blocks over up to 16
-    // programs a head, merged through global memory.
+    // programs a head, merged through global memory. Steps of one sequence
+    // in length buckets of up to residentKeys_ keys, where there are
+    // clusters (and on the CPU): ResidentDecode, the keys and values of the
+    // first 4 blocks loaded before the wait (H100, GPT-2 124M: batch-1
+    // steps 4-5% faster at prompt 64, 3% at 256; at batch 8 1% and 6%
+    // slower, so batches keep the split kernels; bench/README.md).
     CompileOptions two;
     two.num_warps = 2;
-    // Length buckets of up to residentKeys_ keys: every key in registers
-    // (ops::AttentionDecodeResident), RESIDENT_SHORT's keys in one program
-    // a head, else RESIDENT_LONG's (over a cluster where there are clusters).
-    using Short = ResidentShort<HD>;
-    using Long = ResidentLong<HD>;
-    using LongFlat = ResidentLongFlat<HD>;
-    auto shortK = ctx.kernel<Short>("attention_decode", residentOptions<Short>());
-    auto untuned = [&]<class Decode, class LongK>() {
+    auto untuned = [&]<class Decode>(bool resident) {
       auto dec = ctx.kernel<Decode>("attention_decode", two);
-      auto longK = ctx.kernel<LongK>("attention_decode", residentOptions<LongK>());
-      decodeAttention_ = [dec, shortK, longK](const CausalSelfAttention &a, Context &c, const Workspace<D> &ws,
-                                              const Tensor<i32> &pos, int64_t B, int64_t keys) {
+      using Resident = ResidentDecode<HD>;
+      std::optional<Handle<Resident>> res;
+      if (resident && residentKeys_ > 0)
+        res = ctx.kernel<Resident>("attention_decode", residentOptions<Resident>());
+      decodeAttention_ = [dec, res](const CausalSelfAttention &a, Context &c, const Workspace<D> &ws,
+                                    const Tensor<i32> &pos, int64_t B, int64_t keys) {
         int64_t bucket = a.decode_bucket(keys);
         if (auto t = a.decodeTuned_.find({B, bucket}); t != a.decodeTuned_.end())
           return t->second(a, c, ws, pos, B, nullptr);
@@ -1388,18 +1391,18 @@ private:
           k(c, K::grid(B, a.heads_), ws.qkv.data(), a.cache_.k.data(), a.cache_.v.data(), ws.parts.data(),
             ws.counter.data(), ws.att.data(), pos.data(), int(a.features()), int(a.cache_.context()), a.scale());
         };
-        if (bucket <= a.residentKeys_ && bucket <= Short::BN)
-          launch(shortK);
-        else if (bucket <= a.residentKeys_ && bucket <= LongK::BN * LongK::Splits)
-          launch(longK);
+        if (res && B == 1 && bucket <= a.residentKeys_)
+          launch(*res);
         else
           launch(dec);
       };
     };
+    // On the CPU a cluster's programs are threads of their own; GPUs
+    // without clusters take the split kernels at every length.
     if (ctx.target().kind == Target::Kind::Cuda && ctx.target().has_clusters())
-      untuned.template operator()<ops::AttentionDecodeCluster<D, 32, HD, 4>, Long>();
+      untuned.template operator()<ops::AttentionDecodeCluster<D, 32, HD, 4>>(true);
     else
-      untuned.template operator()<ops::AttentionDecode<D, 16, HD, 16>, LongFlat>();
+      untuned.template operator()<ops::AttentionDecode<D, 16, HD, 16>>(ctx.target().has_clusters());
     attentionTuner_ = [](CausalSelfAttention &self, Context &c, const Workspace<D> &ws, int64_t rows,
                          int64_t B, const Tensor<D> *x, bool cachedOnly) {
       const Target &t = c.target();
@@ -1547,13 +1550,13 @@ private:
                                          ops::AttentionPrefill<D, 128, 64, HD>, ops::AttentionPrefill<D, 128, 32, HD>>,
                            tuning::kWarps, hana::tuple_c<int, 2, 3>, tuning::kPlainOnly);
   }
-  /// The untuned resident decode attention kernels (at head_dim 64, 16-bit:
-  /// 128 keys a program; 256 keys over a cluster of 4 programs, or in one
-  /// program where there are no clusters), and their warps: 128 bytes of
-  /// keys and 128 of values a thread.
-  template <int HD> using ResidentShort = ops::AttentionDecodeResident<D, 8192 / HD, HD, 1>;
-  template <int HD> using ResidentLong = ops::AttentionDecodeResident<D, 4096 / HD, HD, 4>;
-  template <int HD> using ResidentLongFlat = ops::AttentionDecodeResident<D, 16384 / HD, HD, 1>;
+  /// The untuned resident decode attention kernel: at head_dim 64, 64 keys
+  /// a program over a cluster of 4 (H100, chained launches of 124M's 12
+  /// heads: 3.5 us at 128-256 keys and 5.4 at 512, batch 1, against 3.5-4.8
+  /// and 7.3 for AttentionDecodeCluster<32, 4>; one program a head with 128
+  /// or 256 keys took 5.1-6.9 us, bench/README.md), and its warps: 128
+  /// bytes of keys and 128 of values a thread.
+  template <int HD> using ResidentDecode = ops::AttentionDecodeResident<D, 4096 / HD, HD, 4>;
   template <class K> static CompileOptions residentOptions() {
     CompileOptions o;
     o.num_warps = std::max(1, K::BN * K::D * int(sizeof(typename D::host)) / (32 * 128));
@@ -1570,13 +1573,12 @@ private:
                       ops::AttentionDecode<D, 32, HD, 2>, ops::AttentionDecode<D, 32, HD, 4>,
                       ops::AttentionDecode<D, 32, HD, 8>, ops::AttentionDecode<D, 32, HD, 16>,
                       ops::AttentionDecode<D, 32, HD, kMaxSplits>, ops::AttentionDecode<D, 64, HD, 4>,
-                      ops::AttentionDecode<D, 64, HD, 8>, ops::AttentionDecode<D, 64, HD, 16>,
-                      ResidentShort<HD>, ResidentLongFlat<HD>>;
+                      ops::AttentionDecode<D, 64, HD, 8>, ops::AttentionDecode<D, 64, HD, 16>>;
     constexpr auto cluster =
         hana::tuple_t<ops::AttentionDecodeCluster<D, 16, HD, 4>, ops::AttentionDecodeCluster<D, 16, HD, 8>,
                       ops::AttentionDecodeCluster<D, 32, HD, 4>, ops::AttentionDecodeCluster<D, 32, HD, 8>,
                       ops::AttentionDecodeCluster<D, 64, HD, 4>, ops::AttentionDecodeCluster<D, 64, HD, 8>,
-                      ResidentLong<HD>, ops::AttentionDecodeResident<D, 2048 / HD, HD, 4>>;
+                      ResidentDecode<HD>, ops::AttentionDecodeResident<D, 2048 / HD, HD, 4>>;
     if constexpr (CLUSTERS)
       return tuning::product(hana::concat(global, cluster), tuning::kRowWarps, tuning::kNoStages,
                              tuning::kPlainOnly);
