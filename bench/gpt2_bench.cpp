@@ -173,6 +173,9 @@ int main(int argc, char **argv) {
     int fewRows = gpt2::ModelOptions{}.few_row_products;
     app.add_option("--few-rows", fewRows,
                    "steps of 2 to this many sequences run the few-row kernels (0-16)");
+    int manyRows = gpt2::ModelOptions{}.many_row_products;
+    app.add_option("--many-rows", manyRows,
+                   "steps of more sequences than --few-rows, up to this many, run the many-row kernels (0-64)");
     int fewFuse = gpt2::ModelOptions{}.few_row_fusion ? 1 : 0;
     app.add_option("--few-fuse", fewFuse,
                    "1: the few-row kernels run the layernorms (and the cache write) inside; 0 (default): as launches of their own");
@@ -209,6 +212,8 @@ int main(int argc, char **argv) {
       throw tool::UsageError("--decode-kernel-rows must be 0, 1, 2, 4 or 8");
     if (fewRows < 0 || fewRows > 16)
       throw tool::UsageError("--few-rows must be between 0 and 16");
+    if (manyRows < 0 || manyRows > 64)
+      throw tool::UsageError("--many-rows must be between 0 and 64");
     if (fewFuse != 0 && fewFuse != 1)
       throw tool::UsageError("--few-fuse must be 0 or 1");
     if (prefetch != 0 && prefetch != 1)
@@ -234,6 +239,7 @@ int main(int argc, char **argv) {
     mo.max_batch = std::max(8, *std::max_element(batches.begin(), batches.end()));
     mo.decode_kernel_rows = decodeRows;
     mo.few_row_products = fewRows;
+    mo.many_row_products = manyRows;
     mo.few_row_fusion = fewFuse == 1;
     mo.prefetch_weights = prefetch == 1;
     mo.fused_mlp_rows = std::min(fusedMlp, decodeRows);
@@ -265,10 +271,10 @@ int main(int argc, char **argv) {
       return 0;
     }
     std::printf(
-        "{\"model\": \"%s\", \"precision\": \"%s\", \"mode\": \"%s\", \"decode_kernel_rows\": %d, \"few_rows\": %d, \"few_fuse\": %d, \"prefetch\": %d, \"fused_mlp_rows\": %d, \"resident_keys\": %d, "
+        "{\"model\": \"%s\", \"precision\": \"%s\", \"mode\": \"%s\", \"decode_kernel_rows\": %d, \"few_rows\": %d, \"many_rows\": %d, \"few_fuse\": %d, \"prefetch\": %d, \"fused_mlp_rows\": %d, \"resident_keys\": %d, "
         "\"device\": \"%s\", \"weights_s\": %.3f, \"setup_s\": %.3f, \"compile_s\": %.3f, \"kernels_from_cache\": %d, \"kernels\": %zu, "
         "\"device_bytes\": %zu, \"runs\": [",
-        size.c_str(), precision.c_str(), mode.c_str(), decodeRows, fewRows, fewFuse, prefetch, mo.fused_mlp_rows,
+        size.c_str(), precision.c_str(), mode.c_str(), decodeRows, fewRows, manyRows, fewFuse, prefetch, mo.fused_mlp_rows,
         residentKeys, cuda::device_name().c_str(), weightsSeconds,
         setupSeconds, e.compile_seconds,
         int(std::count_if(e.kernels.begin(), e.kernels.end(),

@@ -10,7 +10,6 @@
 #include "kiln/ops/attention.hpp"
 #include "kiln/ops/decoder.hpp"
 #include "kiln/ops/elementwise.hpp"
-#include "kiln/ops/few_rows_cluster.hpp"
 #include "kiln/ops/layernorm.hpp"
 #include "kiln/ops/matmul.hpp"
 #include "kiln/ops/softmax.hpp"
@@ -462,15 +461,8 @@ void BM_decode_mlp(benchmark::State &state) {
   state.SetLabel(tuned.label());
 }
 
-/// A decode step's product at a batch of M (2 to 16) rows: x [M, K] times
-/// `copies` distinct weights (together larger than L2) used in turn, each
-/// [N, K] (transposed, as the decode kernels take it), with
-/// ops::FewRowsLinear; tuned over column tiles, K chunks and their count
-/// (hence the split of K) and warps (every candidate's time to stderr), then
-/// timed as one CUDA graph of the 32 launches. GB/s is on the weights. With
-/// a fourth argument of 1 each launch also brings the next launch's weight
-/// into L2 (kiln.prefetch), as a decode step's products do with
-/// ModelOptions::prefetch_weights.
+/// Tunes a few-row product over `space` (every candidate's time to stderr)
+/// and times the winner: BM_few_rows and BM_many_rows.
 template <int BR, class Space> void few_rows_bench(benchmark::State &state, Space space, const char *name) {
   int M = int(state.range(0)), K = int(state.range(1)), N = int(state.range(2));
   bool ahead = state.range(3) != 0;
@@ -500,6 +492,15 @@ template <int BR, class Space> void few_rows_bench(benchmark::State &state, Spac
   state.SetLabel(tuned.label());
 }
 
+/// A decode step's product at a batch of M (2 to 16) rows: x [M, K] times
+/// `copies` distinct weights (together larger than L2) used in turn, each
+/// [N, K] (transposed, as the decode kernels take it), with
+/// ops::FewRowsLinear; tuned over column tiles, K chunks and their count
+/// (hence the split of K) and warps (every candidate's time to stderr), then
+/// timed as one CUDA graph of the 32 launches. GB/s is on the weights. With
+/// a fourth argument of 1 each launch also brings the next launch's weight
+/// into L2 (kiln.prefetch), as a decode step's products do with
+/// ModelOptions::prefetch_weights.
 void BM_few_rows(benchmark::State &state) {
   namespace hana = boost::hana;
   using E = ops::Epilogue;
@@ -529,51 +530,6 @@ template <int BR> void BM_many_rows(benchmark::State &state) {
                     ops::FewRowsLinear<f16, BR, 64, 128, 1, B>, ops::FewRowsLinear<f16, BR, 64, 64, 2, B>>,
       hana::tuple_c<int, 2, 4, 8>, tuning::kNoStages, tuning::kPlainOnly);
   few_rows_bench<BR>(state, space, "many rows");
-}
-
-/// BM_few_rows's products with ops::FewRowsClusterLinear: K split over the
-/// 2-8 programs of a thread-block cluster, the partial tiles added in its
-/// shared memory (no partial tiles or counters in global memory). Tuned
-/// over column tiles, rows (16, or 8 for up to 8), the K a program holds and
-/// the cluster size, and warps (every candidate's time to stderr), then
-/// timed as one CUDA graph of the 32 launches. GB/s is on the weights.
-void BM_few_rows_cluster(benchmark::State &state) {
-  int M = int(state.range(0)), K = int(state.range(1)), N = int(state.range(2));
-  const int copies = 32;
-  auto x = random_device<kiln::half>(std::size_t(M) * K);
-  auto w = device_copies(std::size_t(K) * N, copies), bias = device_copies(N, copies);
-  cuda::DeviceBuffer<kiln::half> y(std::size_t(M) * N);
-  int which = 0;
-  auto launch = [&](const auto &k) {
-    using Kern = typename std::decay_t<decltype(k)>::kernel_type;
-    if (M > Kern::BR)
-      throw Error("more rows than the kernel holds");
-    k.launch(Kern::grid(N), x.data(), w[which]->data(), bias[which]->data(), y.data(), y.data(), M, N, K,
-             w[which]->data(), 0);
-    which = (which + 1) % copies;
-  };
-  namespace hana = boost::hana;
-  constexpr auto B = ops::Epilogue::Bias;
-  constexpr auto space = tuning::product(
-      hana::tuple_t<ops::FewRowsClusterLinear<f16, 16, 32, 128, 3, 2, B>, ops::FewRowsClusterLinear<f16, 16, 16, 128, 3, 2, B>,
-                    ops::FewRowsClusterLinear<f16, 16, 32, 64, 3, 4, B>, ops::FewRowsClusterLinear<f16, 16, 16, 64, 3, 4, B>,
-                    ops::FewRowsClusterLinear<f16, 16, 32, 256, 1, 3, B>, ops::FewRowsClusterLinear<f16, 16, 16, 256, 1, 3, B>,
-                    ops::FewRowsClusterLinear<f16, 16, 32, 256, 3, 4, B>, ops::FewRowsClusterLinear<f16, 16, 16, 256, 3, 4, B>,
-                    ops::FewRowsClusterLinear<f16, 16, 32, 128, 3, 8, B>, ops::FewRowsClusterLinear<f16, 16, 16, 128, 3, 8, B>,
-                    ops::FewRowsClusterLinear<f16, 16, 16, 256, 4, 8, B>, ops::FewRowsClusterLinear<f16, 8, 32, 128, 3, 2, B>,
-                    ops::FewRowsClusterLinear<f16, 8, 32, 256, 3, 4, B>, ops::FewRowsClusterLinear<f16, 8, 32, 128, 3, 8, B>,
-                    ops::FewRowsClusterLinear<f16, 8, 64, 128, 3, 2, B>, ops::FewRowsClusterLinear<f16, 8, 16, 256, 4, 8, B>>,
-      hana::tuple_c<int, 1, 2, 4>, tuning::kNoStages, tuning::kPlainOnly);
-  std::string key = "few rows cluster " + std::to_string(M) + "x" + std::to_string(K) + "x" + std::to_string(N);
-  auto tuned = tuning::autotune(space, gpu(), key, launch, {}, TuneTiming{copies});
-  for (const auto &r : tuned.results())
-    std::fprintf(stderr, "%s %s %.4f ms %s\n", key.c_str(), r.label.c_str(), r.ms, r.error.c_str());
-  cuda::Stream stream;
-  time_graph(state, stream, copies, double(K) * N * 2, [&] {
-    for (int i = 0; i < copies; ++i)
-      tuned.run();
-  });
-  state.SetLabel(tuned.label());
 }
 
 /// A decode step's product of R rows: x [R, K] times 32 distinct weights
@@ -832,10 +788,6 @@ BENCHMARK_TEMPLATE(BM_many_rows, 32)
 BENCHMARK_TEMPLATE(BM_many_rows, 64)
     ->Args({64, 768, 2304, 0})->Args({64, 768, 3072, 0})->Args({64, 3072, 768, 0})->Args({64, 768, 768, 0})
     ->Args({64, 768, 50257, 0})
-    ->UseManualTime()->Unit(benchmark::kMicrosecond)->Iterations(1);
-BENCHMARK(BM_few_rows_cluster)
-    ->Args({8, 768, 2304})->Args({8, 768, 3072})->Args({8, 3072, 768})->Args({8, 768, 768})->Args({16, 3072, 768})
-    ->Args({16, 768, 768})->Args({8, 1600, 1600})->Args({8, 6400, 1600})
     ->UseManualTime()->Unit(benchmark::kMicrosecond)->Iterations(1);
 #define KILN_ATTENTION_DECODE(...)                                                                             \
   BENCHMARK_TEMPLATE(BM_attention_decode, __VA_ARGS__)                                                         \

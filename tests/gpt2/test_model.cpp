@@ -360,6 +360,10 @@ TEST_CASE("batches decode alike on the decode-step kernels and on the prefill pr
   negative.resident_attention_keys = -1;
   CHECK_THROWS_WITH_AS(Model(w, target(), Precision::F32, negative),
                        "gpt2: resident_attention_keys must be >= 0 (got -1)", Error);
+  ModelOptions tooMany;
+  tooMany.many_row_products = 65;
+  CHECK_THROWS_WITH_AS(Model(w, target(), Precision::F32, tooMany),
+                       "gpt2: many_row_products must be 0 to 64 (got 65)", Error);
 }
 
 TEST_CASE("the fused decode MLP: fp32 models keep the two products, three rows are refused") {
@@ -490,7 +494,7 @@ TEST_CASE("GPT-2 124M on the GPU matches HF transformers in fp32, fp16 and bf16"
   }
 }
 
-TEST_CASE("fp16 batches decode alike on the few-row products and on the prefill products") {
+TEST_CASE("fp16 batches decode alike on the few-row, many-row and prefill products") {
   Golden g = readGolden(goldenDir() + "/124M_fp32.json");
   Weights w = Weights::random(g.config, g.seed);
   GenerateOptions go;
@@ -506,6 +510,7 @@ TEST_CASE("fp16 batches decode alike on the few-row products and on the prefill 
     ModelOptions mo;
     mo.max_batch = 5;
     mo.few_row_products = few;
+    mo.many_row_products = few > 0 ? 64 : 0; // none: the prefill products
     mo.few_row_fusion = fuse;
     mo.prefetch_weights = prefetch;
     Model model(w, target(), Precision::F16, mo);
@@ -536,6 +541,28 @@ TEST_CASE("fp16 batches decode alike on the few-row products and on the prefill 
         ++checked;
       MESSAGE("few_row_products " << few << std::string(fuse ? ", fused" : "") << ": greedy tokens identical to HF for " << checked << " of "
                                   << g.greedy.size());
+      CHECK((checked == g.greedy.size() || g.gaps[checked] < bound));
+    }
+  }
+  // A batch of 20 on the many-row products (ops::FewRowsLinear on 32 rows):
+  // every sequence follows HF's greedy tokens as above.
+  {
+    ModelOptions mo;
+    mo.max_batch = 20;
+    Model model(w, target(), Precision::F16, mo);
+    float lo = *std::min_element(g.last.begin(), g.last.end());
+    float hi = *std::max_element(g.last.begin(), g.last.end());
+    double bound = 2e-2 * double(hi - lo);
+    auto out = model.generate(std::vector<std::vector<int32_t>>(20, g.prompt), go);
+    bool many = false;
+    for (const auto &k : model.explain().kernels)
+      many = many || k.role.ends_with("_many");
+    CHECK(many);
+    for (const auto &seq : out) {
+      CHECK(seq == out.front());
+      std::size_t checked = 0;
+      while (checked < g.greedy.size() && g.gaps[checked] >= bound && seq[checked] == g.greedy[checked])
+        ++checked;
       CHECK((checked == g.greedy.size() || g.gaps[checked] < bound));
     }
   }

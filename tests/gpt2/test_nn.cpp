@@ -449,7 +449,8 @@ TEST_CASE("fp16 steps of 2 to 16 rows: layernorm and product in one launch, QKV 
   // 2 to 16 rows run the few-row kernel), and the same without it.
   nn::Tensor<f16> w = halfTensor({C, 4 * C}, 40, 0.2f), b = halfTensor({4 * C}, 41, 0.1f);
   nn::NormLinear<f16, Epilogue::BiasGelu> fc(ctx, ln(42), w, b, transposed(w), {"fc", 1, 16, true}, nn::Widths<C>{});
-  nn::NormLinear<f16, Epilogue::BiasGelu> fc0(ctx, ln(42), w, b, transposed(w), {"fc", 1, 0}, nn::Widths<C>{});
+  nn::NormLinear<f16, Epilogue::BiasGelu> fc0(ctx, ln(42), w, b, transposed(w), {"fc", 1, 0, false, 0},
+                                              nn::Widths<C>{});
   // The head on wte [V, C].
   nn::Tensor<f16> wte = halfTensor({V, C}, 44, 0.2f);
   nn::LmHead<f16> head(ctx, ln(45), transposed(wte), wte, nn::Widths<C>{}, 16, true);
@@ -458,9 +459,13 @@ TEST_CASE("fp16 steps of 2 to 16 rows: layernorm and product in one launch, QKV 
   nn::Tensor<f16> wqkv = halfTensor({C, 3 * C}, 47, 0.2f), bqkv = halfTensor({3 * C}, 48, 0.1f);
   nn::Tensor<f16> wp = halfTensor({C, C}, 49, 0.1f), bp = halfTensor({C}, 50, 0.1f);
   auto attention = [&](int few, bool fuse) {
-    nn::Linear<f16, Epilogue::BiasResidual> proj(ctx, wp, bp, transposed(wp), {"proj", 1, few}, nn::Widths<C>{});
+    // Without few-row kernels, none for more rows either: the prefill products.
+    int many = few > 0 ? nn::kManyRows : 0;
+    nn::Linear<f16, Epilogue::BiasResidual> proj(ctx, wp, bp, transposed(wp), {"proj", 1, few, false, many},
+                                                 nn::Widths<C>{});
     return nn::CausalSelfAttention<f16>(ctx, ln(51), wqkv, bqkv, transposed(wqkv), std::move(proj), int(H),
-                                        nn::KvCache<f16>(target(), B, T, C), nn::Widths<C>{}, 1, few, fuse);
+                                        nn::KvCache<f16>(target(), B, T, C), nn::Widths<C>{}, 1, few, fuse,
+                                        nn::CausalSelfAttention<f16>::kResidentKeys, many);
   };
   // And with the layernorm as its own launch before ops::FewRowsQkv.
   nn::CausalSelfAttention<f16> attn = attention(16, true), attn0 = attention(0, true),
@@ -470,7 +475,7 @@ TEST_CASE("fp16 steps of 2 to 16 rows: layernorm and product in one launch, QKV 
   CHECK(fc.few(2));
   CHECK(fc.few(16));
   CHECK_FALSE(fc.few(1));  // the one-row decode kernel
-  CHECK_FALSE(fc.few(17)); // the prefill kernels
+  CHECK_FALSE(fc.few(17)); // the many-row kernels
   CHECK_FALSE(fc0.few(5));
   CHECK(attn.fewQkv(B));
   CHECK_FALSE(attn0.fewQkv(B));
@@ -532,6 +537,64 @@ TEST_CASE("fp16 steps of 2 to 16 rows: layernorm and product in one launch, QKV 
 
   CHECK_THROWS_WITH_AS(nn::LmHead<f16>(ctx, ln(45), transposed(wte), wte, nn::Widths<C>{}, 17),
                        "nn::Linear(64 -> 200): few_rows must be 0 to 16 (got 17)", Error);
+}
+
+TEST_CASE("fp16 products of 17 to 64 rows run the many-row kernels, as the prefill products compute them") {
+  const int64_t C = 64, F = 4 * C;
+  const double tol = 2e-2;
+  nn::Context ctx(target());
+  auto transposed = [&](const nn::Tensor<f16> &w) {
+    return nn::Tensor<f16>(target(), {w.dim(1), w.dim(0)}, nn::transpose(w.to_host(), w.dim(0), w.dim(1)));
+  };
+  // The MLP's down product (K = 4C, split along K) with the residual, and
+  // its up product after a layernorm launch with gelu; each also on the
+  // prefill products (many_rows 0).
+  nn::Tensor<f16> wd = halfTensor({F, C}, 80, 0.1f), bd = halfTensor({C}, 81, 0.1f);
+  nn::Tensor<f16> wu = halfTensor({C, F}, 82, 0.2f), bu = halfTensor({F}, 83, 0.1f);
+  nn::Linear<f16, Epilogue::BiasResidual> down(ctx, wd, bd, transposed(wd), {"down", 1, 16, false, 64},
+                                               nn::Widths<F>{});
+  nn::Linear<f16, Epilogue::BiasResidual> down0(ctx, wd, bd, transposed(wd), {"down", 1, 16, false, 0},
+                                                nn::Widths<F>{});
+  auto ln = [&] { return nn::LayerNorm<f16>(ctx, halfTensor({C}, 84), halfTensor({C}, 85, 0.1f)); };
+  nn::NormLinear<f16, Epilogue::BiasGelu> up(ctx, ln(), wu, bu, transposed(wu), {"up", 1, 16, false, 64},
+                                             nn::Widths<C>{});
+  nn::NormLinear<f16, Epilogue::BiasGelu> up0(ctx, ln(), wu, bu, transposed(wu), {"up", 1, 16, false, 0},
+                                              nn::Widths<C>{});
+  ctx.compile();
+  CHECK(down.many(17));
+  CHECK(down.many(64));
+  CHECK_FALSE(down.many(16)); // the few-row kernels
+  CHECK_FALSE(down.many(65)); // the prefill products
+  CHECK_FALSE(down0.many(17));
+  // By default up to 32 rows (kManyRowsDefault).
+  nn::Linear<f16, Epilogue::BiasResidual> down32(ctx, wd, bd, transposed(wd), {"down", 1}, nn::Widths<F>{});
+  CHECK(down32.many(32));
+  CHECK_FALSE(down32.many(33));
+  CHECK(up.linear().many(40));
+  for (int64_t M : {17, 40, 64}) {
+    CAPTURE(M);
+    nn::Tensor<f16> h = halfTensor({M, F}, 90 + uint32_t(M), 1.0f), res = halfTensor({M, C}, 91, 1.0f);
+    nn::Tensor<f16> out(target(), {M, C}, res.to_host()), out0(target(), {M, C}, res.to_host());
+    down(ctx, h, out, out);
+    down0(ctx, h, out0, out0);
+    std::vector<float> r = floats(res);
+    checkClose(floats(out), reference(floats(h), floats(wd), floats(bd), &r, Epilogue::BiasResidual, int(M), int(C),
+                                      int(F)),
+               tol);
+    checkClose(floats(out0), doubles(floats(out)), tol);
+    nn::Tensor<f16> x = halfTensor({M, C}, 92 + uint32_t(M), 3.0f), normed(target(), {M, C});
+    nn::Tensor<f16> hu(target(), {M, F}), hu0(target(), {M, F});
+    up(ctx, x, normed, hu);
+    up0(ctx, x, normed, hu0);
+    checkClose(floats(hu), reference(normedHalf(x, up.layernorm()), floats(wu), floats(bu), nullptr, Epilogue::BiasGelu, int(M),
+                                     int(F), int(C)),
+               tol);
+    checkClose(floats(hu0), doubles(floats(hu)), tol);
+  }
+  using Down = nn::Linear<f16, Epilogue::BiasResidual>;
+  nn::LinearOptions tooMany{"down", 1, 16, false, 65};
+  CHECK_THROWS_WITH_AS(Down(ctx, wd, bd, transposed(wd), tooMany), "nn::Linear(256 -> 64): many_rows must be 0 to 64 (got 65)",
+                       Error);
 }
 
 // Compile-time pruning of a search space: an f32 128x128x64 pipeline of 4

@@ -12,7 +12,6 @@
 #include "support/target.hpp"
 #include "kiln/ops/attention.hpp"
 #include "kiln/ops/decoder.hpp"
-#include "kiln/ops/few_rows_cluster.hpp"
 #include "kiln/ops/gemv.hpp"
 #include "kiln/ops/layernorm.hpp"
 #include "kiln/ops/matmul.hpp"
@@ -787,66 +786,6 @@ TEST_CASE_TEMPLATE("few-row product on the transposed weight adds its partial ti
   };
   run.template operator()<ops::FewRowsLinear<D, BR, BN, 32, 2, ops::Epilogue::BiasResidual>>(11);
   run.template operator()<ops::FewRowsLinear<D, BR, BN, 128, 6, ops::Epilogue::BiasResidual>>(1);
-}
-
-TEST_CASE_TEMPLATE("few-row product split along K over a cluster adds the partial tiles in the cluster", T, float,
-                   half) {
-  using D = std::conditional_t<std::is_same_v<T, float>, f32, f16>;
-  // 10 of 16 rows (and 8 of 8), 100 columns (a ragged column tile), K = 700:
-  // one cluster's span covering it (4 x 256), falling short of it (2 x 2 x
-  // 64: the ranges past it loaded after the wait, the last ragged), and
-  // clusters of 3 (column blocks of a tile not a multiple of 3).
-  const int N = 100, K = 700;
-  auto wt = test::random_vector<T>(std::size_t(N) * K, 64); // [N, K]
-  auto bias = test::random_vector<T>(N, 65);
-  std::vector<T> w(std::size_t(K) * N); // [K, N] for the reference
-  for (int n = 0; n < N; ++n)
-    for (int kk = 0; kk < K; ++kk)
-      w[std::size_t(kk) * N + n] = wt[std::size_t(n) * K + kk];
-  double tol = std::is_same_v<T, half> ? 2e-2 : 1e-4;
-  auto run = [&]<class Few>(int M) {
-    CAPTURE(M);
-    CAPTURE(Few::span());
-    auto x = test::random_vector<T>(std::size_t(M) * K, 66 + M);
-    const auto res = test::random_vector<T>(std::size_t(M) * N, 67);
-    auto product = ref::matmul(x, w, M, N, K);
-    for (std::size_t i = 0; i < product.size(); ++i)
-      product[i] += double(float(bias[i % N]));
-    auto k = compile<Few>(kCpu);
-    std::vector<T> c = res;
-    Mem dx(x);
-    Mem dw(wt);
-    Mem dbias(bias);
-    Mem dc(c);
-    // Twice, each time adding the product to c (nothing is left between
-    // launches); the second also prefetches the weight.
-    for (int launch = 1; launch <= 2; ++launch) {
-      k.launch(Few::grid(N), dx(), dw(), dbias(), dc(), dc(), M, N, K, dw(), launch == 2 ? int(wt.size()) : 0);
-      std::vector<double> expect(product.size());
-      for (std::size_t i = 0; i < product.size(); ++i)
-        expect[i] = double(float(res[i])) + launch * product[i];
-      check(dc.fetch(), expect, tol, tol);
-    }
-  };
-  using E = ops::Epilogue;
-  run.template operator()<ops::FewRowsClusterLinear<D, 16, 32, 256, 1, 4, E::BiasResidual>>(10);
-  run.template operator()<ops::FewRowsClusterLinear<D, 16, 16, 64, 2, 2, E::BiasResidual>>(10);
-  run.template operator()<ops::FewRowsClusterLinear<D, 8, 32, 128, 2, 3, E::BiasResidual>>(8);
-  run.template operator()<ops::FewRowsClusterLinear<D, 16, 16, 64, 3, 8, E::BiasResidual>>(2);
-  // Gelu after the bias, without the residual.
-  auto x = test::random_vector<T>(std::size_t(5) * K, 68);
-  auto product = ref::matmul(x, w, 5, N, K);
-  for (std::size_t i = 0; i < product.size(); ++i)
-    product[i] = ref::gelu_tanh(product[i] + double(float(bias[i % N])));
-  using Gelu = ops::FewRowsClusterLinear<D, 16, 32, 128, 2, 4, E::BiasGelu>;
-  auto k = compile<Gelu>(kCpu);
-  std::vector<T> c(std::size_t(5) * N);
-  Mem dx(x);
-  Mem dw(wt);
-  Mem dbias(bias);
-  Mem dc(c);
-  k.launch(Gelu::grid(N), dx(), dw(), dbias(), dc(), dc(), 5, N, K, dw(), 0);
-  check(dc.fetch(), product, tol, tol);
 }
 
 TEST_CASE_TEMPLATE("few-row products after a fused layernorm: MLP up with gelu, the LM head, QKV into the caches", T, float,

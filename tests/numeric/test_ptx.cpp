@@ -3,7 +3,6 @@
 
 #include "kiln/ops/attention.hpp"
 #include "kiln/ops/decoder.hpp"
-#include "kiln/ops/few_rows_cluster.hpp"
 #include "kiln/ops/gemv.hpp"
 #include "kiln/ops/layernorm.hpp"
 #include "kiln/ops/matmul.hpp"
@@ -251,20 +250,6 @@ TEST_CASE("GPT-2 kernels") {
   // Without the layernorm (it ran as its own launch): the panel of the plain product.
   auto plainQkv = check_kernel<ops::FewRowsQkv<f16, 16, 32, 256, 3, false>>("mma.sync.aligned.m16n8k16");
   CHECK(plainQkv.find("ld.global.v4") < plainQkv.find("griddepcontrol.wait"));
-  // K split over a cluster: the panel's loads before the wait, the partial
-  // tiles met in distributed shared memory (no global atomics), no spills.
-  using FewCluster = ops::FewRowsClusterLinear<f16, 16, 16, 128, 3, 8, ops::Epilogue::BiasResidual>;
-  CompileOptions twoWarps;
-  twoWarps.num_warps = 2;
-  auto fewClusterKernel = compile<FewCluster>(Target::cuda("sm_90a"), twoWarps);
-  const std::string &fewCluster = fewClusterKernel.ir(Stage::Ptx);
-  CHECK(ptxas(fewCluster, "sm_90a", fewClusterKernel.name()) == 0);
-  CHECK(fewCluster.find("mma.sync.aligned.m16n8k16") != std::string::npos);
-  CHECK(fewCluster.find(".reqnctapercluster 8, 1, 1") != std::string::npos);
-  CHECK(fewCluster.find("ld.global.v4") < fewCluster.find("griddepcontrol.wait"));
-  CHECK(fewCluster.find("ld.shared::cluster") != std::string::npos);
-  CHECK(fewCluster.find("atom.global") == std::string::npos);
-  CHECK(spill_stores(fewCluster, "few_rows_cluster") == 0);
   // A decode step's first kernel is an ordinary launch: it starts once the
   // previous step has completed, so every later kernel of the step may read
   // what that step wrote (the positions, the cache) before it waits.

@@ -120,23 +120,23 @@ template <class D> struct ModelImpl final : Model::Impl {
     // The decode-step kernels' ladder up to decode_kernel_rows rows, and
     // no further than the count that covers max_batch sequences.
     int rows = std::min(opts.decode_kernel_rows, nn::detail::decodeRowsHolding(B));
-    int few = opts.few_row_products;
+    int few = opts.few_row_products, many = opts.many_row_products;
     auto decodeCopy = [&](std::size_t i, nn::Shape s) { return CW ? upload(p.at(i), s) : Tensor<D>{}; };
     nn::LayerNorm<D> ln1(ctx, upload(p[0], {C}), upload(p[1], {C}));
     nn::Linear<D, Epilogue::BiasResidual> attnProj(ctx, upload(p[4], {C, C}), upload(p[5], {C}),
-                                                   decodeCopy(13, {C, C}), {"attn_proj", rows, few}, W1{});
+                                                   decodeCopy(13, {C, C}), {"attn_proj", rows, few, false, many}, W1{});
     nn::CausalSelfAttention<D> attn(ctx, std::move(ln1), upload(p[2], {C, 3 * C}),
                                     upload(p[3], {3 * C}), decodeCopy(12, {3 * C, C}),
                                     std::move(attnProj), cfg.n_head,
                                     nn::KvCache<D>(target, B, Tmax, C), W1{}, rows, few, opts.few_row_fusion,
-                                    opts.resident_attention_keys);
+                                    opts.resident_attention_keys, many);
     nn::LayerNorm<D> ln2(ctx, upload(p[6], {C}), upload(p[7], {C}));
     nn::NormLinear<D, Epilogue::BiasGelu> fc(ctx, std::move(ln2), upload(p[8], {C, 4 * C}),
                                              upload(p[9], {4 * C}), decodeCopy(14, {4 * C, C}),
-                                             {"fc_gelu", rows, few, opts.few_row_fusion}, W1{});
+                                             {"fc_gelu", rows, few, opts.few_row_fusion, many}, W1{});
     nn::Linear<D, Epilogue::BiasResidual> mlpProj(ctx, upload(p[10], {4 * C, C}),
                                                   upload(p[11], {C}), decodeCopy(15, {C, 4 * C}),
-                                                  {"mlp_proj", rows, few}, W4{});
+                                                  {"mlp_proj", rows, few, false, many}, W4{});
     // The fused decode MLP for 16-bit types, where there are decode kernels.
     int fused = CW && !std::is_same_v<D, kiln::f32> ? std::min(opts.fused_mlp_rows, rows) : 0;
     return nn::TransformerBlock<D>(std::move(attn),
@@ -161,6 +161,9 @@ template <class D> struct ModelImpl final : Model::Impl {
     if (o.few_row_products < 0 || o.few_row_products > nn::kFewRows)
       throw Error("gpt2: few_row_products must be 0 to " + std::to_string(nn::kFewRows) + " (got " +
                   std::to_string(o.few_row_products) + ")");
+    if (o.many_row_products < 0 || o.many_row_products > nn::kManyRows)
+      throw Error("gpt2: many_row_products must be 0 to " + std::to_string(nn::kManyRows) + " (got " +
+                  std::to_string(o.many_row_products) + ")");
     int64_t C = cfg.n_embd;
     if (!nn::detail::withWidth(C, [&]<int CW>() { build<CW>(w); }, DecodeWidths{}))
       build<0>(w);

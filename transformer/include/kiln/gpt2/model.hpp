@@ -61,6 +61,16 @@ struct ModelOptions {
   /// 124M, bench/README.md): each layernorm and the cache write are
   /// launches of their own (8 a layer).
   bool few_row_fusion = false;
+  /// Decode steps of more sequences than few_row_products, up to this many
+  /// (at most 64), run their products (all but the LM head's) on
+  /// ops::FewRowsLinear with 32 or 64 rows: the [N, K] weight copies
+  /// streamed in panels loaded before each kernel waits on the one before
+  /// it, split along K; 0: the prefill products, whose tiles give GPT-2
+  /// 124M's 3072 -> 768 product 24 programs at 64 rows. 16-bit precisions
+  /// only. 32 by default: on an H100 the batch-32 step of 124M took 0.82 ms
+  /// with them against 0.92 without, the batch-64 step 1.23 against 1.20
+  /// (bench/README.md).
+  int many_row_products = 32;
   /// Each product of a decode step that runs a decode-step kernel
   /// (ops::DecodeLinear, ops::DecodeQkv) or a few-row kernel brings the
   /// next product's weight into L2 while it runs (kiln.prefetch): QKV the

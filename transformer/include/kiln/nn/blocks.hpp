@@ -58,6 +58,14 @@ enum class Epilogue { None, Bias, BiasGelu, BiasResidual };
 inline constexpr int kDecodeRows = 8;
 /// The most rows a few-row product (ops::FewRowsLinear) serves.
 inline constexpr int kFewRows = 16;
+/// The most rows a many-row product (ops::FewRowsLinear on 32 or 64 rows:
+/// decode steps of 17 to 64 sequences) serves.
+inline constexpr int kManyRows = 64;
+/// Blocks run the many-row products up to this many rows unless told
+/// otherwise: on an H100, GPT-2 124M's decode step at batch 32 took 0.82 ms
+/// on them against 0.92 on the prefill products, but at batch 64 1.23
+/// against 1.20 (bench/README.md).
+inline constexpr int kManyRowsDefault = 32;
 
 /// Input widths K for which a block builds decode-step kernels. K is a
 /// compile-time constant of those kernels (it fixes their loop over the
@@ -239,11 +247,12 @@ template <class D> bool fewRowsFor(int few_rows, bool haveWeightT) {
   return !std::is_same_v<D, f32> && few_rows >= 2 && haveWeightT;
 }
 
-/// Blocks take few_rows from 0 (no few-row kernels) to kFewRows.
-inline void checkFewRows(int few_rows, int most, const std::string &block) {
+/// Blocks take few_rows from 0 (no few-row kernels) to kFewRows, and
+/// many_rows from 0 to kManyRows (`what` names the option).
+inline void checkFewRows(int few_rows, int most, const std::string &block, const char *what = "few_rows") {
   if (few_rows < 0 || few_rows > most)
-    throw Error(block + ": few_rows must be 0 to " + std::to_string(most) + " (got " + std::to_string(few_rows) +
-                ")");
+    throw Error(block + ": " + what + " must be 0 to " + std::to_string(most) + " (got " +
+                std::to_string(few_rows) + ")");
 }
 
 /// Calls f.template operator()<BN, KC, C>(warps) with the panel of a
@@ -280,6 +289,22 @@ template <class F> void withFewNormPanel(int64_t N, F &&f) {
     f.template operator()<32, 128, 3>(4);
   else
     f.template operator()<16, 128, 2>(2);
+}
+
+/// Calls f.template operator()<BR, BN, KC, C>(warps) with the rows and panel
+/// of the many-row products (ops::FewRowsLinear for kFewRows + 1 to
+/// kManyRows rows): 32 rows, and 64. The activations of a program's K
+/// range are the mma's BR-wide side and stay in its registers beside the
+/// weights, so a program takes 256 of K (split along K, the partial tiles
+/// added by the last program of a column tile): 32 weight rows on 4 warps
+/// for 32 rows, 16 on 8 warps for 64. As kiln_bench's BM_many_rows ranked
+/// 33 panels and warp counts of GPT-2 124M's four products on an H100
+/// (bench/README.md): 5.7-7.6 us a launch at 32 rows and 6.1-12.9 at 64,
+/// where the prefill products' tiles took 9.6-23.5 (the 3072 -> 768
+/// product on 24 programs).
+template <class F> void withManyPanels(F &&f) {
+  f.template operator()<32, 32, 256, 1>(4);
+  f.template operator()<kManyRows, 16, 256, 1>(8);
 }
 
 /// The grid of a few-row product of N outputs and K inputs with a (BN, C x
@@ -481,6 +506,15 @@ struct LinearOptions {
   /// decode graph took 610-618 us fused (5 launches a layer) against
   /// 433-439 us apart (8) on an H200 (bench/README.md).
   bool fuse_layernorm = false;
+  /// Products of 2 to this many rows (at most kManyRows) that neither the
+  /// decode-step nor the few-row kernels take (decode steps of 17 to 64
+  /// sequences) run ops::FewRowsLinear on 32 or kManyRows rows, under the same
+  /// conditions as few_rows (16-bit types, the weight as [N, K]): the
+  /// weight streams in panels loaded before the wait, split along K, where
+  /// the prefill products' tiles leave most multiprocessors idle (24
+  /// programs for 64 rows of GPT-2 124M's 768 -> 768 projection); 0: they
+  /// run the prefill products. Up to 32 rows by default (kManyRowsDefault).
+  int many_rows = kManyRowsDefault;
 };
 
 /// `out = E(x @ weight)`: weight [K, N], bias [N] (not for None), and for
@@ -537,10 +571,13 @@ public:
         cpuFew_ = ctx.kernel<CpuFew>(role + "_few");
     }
     detail::checkFewRows(options_.few_rows, kFewRows, name_);
+    detail::checkFewRows(options_.many_rows, kManyRows, name_, "many_rows");
     if (!weightT_.empty())
       expect(weightT_, {out_features(), in_features()}, name_, "weight_t");
     if (detail::fewRowsFor<D>(options_.few_rows, !weightT_.empty()))
       prepareFew(ctx);
+    if (detail::fewRowsFor<D>(options_.many_rows, !weightT_.empty()))
+      prepareMany(ctx);
     if (options_.decode_rows > 0 && !weightT_.empty()) {
       if (!detail::withWidth(in_features(), [&]<int K>() { requestDecode<K>(ctx); },
                              typename Widths<W...>::sequence{}))
@@ -591,7 +628,7 @@ public:
     expect(x, {kAny, in_features()}, name_, "x");
     expect(out, {x.dim(0), out_features()}, name_, "out");
     int64_t M = x.dim(0), bucket = rows_bucket(M);
-    if (decodes(M) || few(M) || tuned_.count(bucket))
+    if (decodes(M) || few(M) || many(M) || tuned_.count(bucket))
       return;
     std::map<std::string, TunedLaunch> launchers;
     auto tuneIn = [&](auto candidates) {
@@ -651,12 +688,17 @@ public:
   /// the decode kernels or the heuristic's tiles.
   const Tuned *tuned_for(int64_t rows) const {
     auto t = tuned_.find(rows_bucket(rows));
-    return decodes(rows) || few(rows) || t == tuned_.end() ? nullptr : t->second.tuned.get();
+    return decodes(rows) || few(rows) || many(rows) || t == tuned_.end() ? nullptr : t->second.tuned.get();
   }
 
   /// True when products of `rows` rows run ops::FewRowsLinear.
   bool few(int64_t rows) const {
     return few_ && rows >= 2 && rows <= options_.few_rows && !decodes(rows);
+  }
+  /// True when products of `rows` rows run ops::FewRowsLinear on 32 or
+  /// kManyRows rows (LinearOptions::many_rows).
+  bool many(int64_t rows) const {
+    return many_[rows <= 32 ? 0 : 1] && rows >= 2 && rows <= options_.many_rows && !decodes(rows) && !few(rows);
   }
 
   /// True when `rows` rows run on the decode-step kernels.
@@ -766,19 +808,36 @@ private:
   // detail::withFewPanel).
   void prepareFew(Context &ctx) {
     detail::withFewPanel(out_features(), in_features(), [&]<int BN, int KC, int C>(int warps) {
-      using F = ops::FewRowsLinear<D, kFewRows, BN, KC, C, detail::opsEpilogue(E)>;
-      CompileOptions options;
-      options.num_warps = warps;
-      auto k = ctx.kernel<F>(options_.role + "_few", options);
-      few_ = [k](const Linear &self, Context &c, const Tensor<D> &x, const Tensor<D> *res, const Tensor<D> &out) {
-        auto *b = self.bias_.empty() ? x.data() : self.bias_.data();
-        const detail::FewRowsPlan &p = self.fewPlan_;
-        k(c, p.grid(), x.data(), self.weightT_.data(), b, res ? res->data() : out.data(), out.data(),
-          p.partial.data(), p.counter.data(), int(x.dim(0)), int(self.out_features()), int(self.in_features()),
-          self.prefetch_.ptr(self.weightT_.data()), self.prefetch_.count());
-      };
-      fewPlan_ = detail::FewRowsPlan(ctx.target(), out_features(), in_features(), BN, C * KC, kFewRows);
+      prepareRows<kFewRows, BN, KC, C>(ctx, warps, "_few", few_, &Linear::fewPlan_);
     });
+  }
+  // Products of kFewRows + 1 to kManyRows rows (detail::withManyPanels):
+  // a kernel for up to 32 rows, and one for up to 64.
+  void prepareMany(Context &ctx) {
+    detail::withManyPanels([&]<int BR, int BN, int KC, int C>(int warps) {
+      if (BR > 32 && options_.many_rows <= 32)
+        return;
+      std::size_t i = BR <= 32 ? 0 : 1;
+      auto plan = i == 0 ? &Linear::manyPlan32_ : &Linear::manyPlan64_;
+      prepareRows<BR, BN, KC, C>(ctx, warps, "_many", many_[i], plan);
+    });
+  }
+  template <int BR, int BN, int KC, int C>
+  void prepareRows(Context &ctx, int warps, const char *suffix, Launch &launch,
+                   detail::FewRowsPlan Linear::*plan) {
+    using F = ops::FewRowsLinear<D, BR, BN, KC, C, detail::opsEpilogue(E)>;
+    CompileOptions options;
+    options.num_warps = warps;
+    auto k = ctx.kernel<F>(options_.role + suffix, options);
+    launch = [k, plan](const Linear &self, Context &c, const Tensor<D> &x, const Tensor<D> *res,
+                       const Tensor<D> &out) {
+      auto *b = self.bias_.empty() ? x.data() : self.bias_.data();
+      const detail::FewRowsPlan &p = self.*plan;
+      k(c, p.grid(), x.data(), self.weightT_.data(), b, res ? res->data() : out.data(), out.data(),
+        p.partial.data(), p.counter.data(), int(x.dim(0)), int(self.out_features()), int(self.in_features()),
+        self.prefetch_.ptr(self.weightT_.data()), self.prefetch_.count());
+    };
+    this->*plan = detail::FewRowsPlan(ctx.target(), out_features(), in_features(), BN, C * KC, BR);
   }
 
   void run(Context &ctx, const Tensor<D> &x, const Tensor<D> *res, const Tensor<D> &out) const {
@@ -791,6 +850,8 @@ private:
     }
     if (few(M))
       return few_(*this, ctx, x, res, out);
+    if (many(M))
+      return many_[M <= 32 ? 0 : 1](*this, ctx, x, res, out);
     if (auto t = tuned_.find(rows_bucket(M)); t != tuned_.end())
       return t->second.launch(t->second.tuned->kernel(), *this, ctx, x, res, out);
     if (!gpu_)
@@ -814,7 +875,8 @@ private:
   std::optional<Handle<CpuFew>> cpuFew_;
   std::array<Launch, detail::kDecodeSlots> decode_; ///< by ladder slot; empty: none
   Launch few_;
-  detail::FewRowsPlan fewPlan_;
+  std::array<Launch, 2> many_; ///< up to 32 rows, up to kManyRows
+  detail::FewRowsPlan fewPlan_, manyPlan32_, manyPlan64_;
   using DecodeSite = Tunable<const Linear &, Context &, const Tensor<D> &, const Tensor<D> *, const Tensor<D> &>;
   std::array<DecodeSite, detail::kDecodeSlots> tunedDecode_;
   std::function<void(Linear &, Context &, const Tensor<D> &, const Tensor<D> &, bool)> decodeTuner_;
@@ -880,7 +942,8 @@ public:
              LinearOptions options = {}, Widths<W...> = {})
       : ln_(std::move(ln)),
         linear_(ctx, std::move(weight), std::move(bias), weight_t,
-                LinearOptions{options.role, 0, fusesFew(options, weight_t) ? 0 : options.few_rows}),
+                LinearOptions{options.role, 0, fusesFew(options, weight_t) ? 0 : options.few_rows, false,
+                              options.many_rows}),
         role_(options.role) {
     if (ln_.features() != linear_.in_features())
       throw Error("nn::NormLinear: a layernorm of " + std::to_string(ln_.features()) +
@@ -1121,9 +1184,10 @@ public:
   CausalSelfAttention(Context &ctx, LayerNorm<D> ln, Tensor<D> w_qkv, Tensor<D> b_qkv,
                       Tensor<D> w_qkv_t, Linear<D, Epilogue::BiasResidual> proj, int heads,
                       KvCache<D> cache, Widths<W...> = {}, int decode_rows = kDecodeRows,
-                      int few_rows = kFewRows, bool fuse_layernorm = false, int resident_keys = kResidentKeys)
+                      int few_rows = kFewRows, bool fuse_layernorm = false, int resident_keys = kResidentKeys,
+                      int many_rows = kManyRowsDefault)
       : qkv_(ctx, std::move(ln), std::move(w_qkv), std::move(b_qkv), w_qkv_t,
-             LinearOptions{"qkv", 0, fuse_layernorm ? 0 : few_rows, false}),
+             LinearOptions{"qkv", 0, fuse_layernorm ? 0 : few_rows, false, many_rows}),
         qkvT_(std::move(w_qkv_t)), proj_(std::move(proj)), heads_(heads), residentKeys_(resident_keys),
         cache_(std::move(cache)) {
     int64_t C = features();
@@ -1851,7 +1915,7 @@ public:
          int few_rows = kFewRows, bool fuse_layernorm = false)
       : ln_(std::move(ln_f)),
         linear_(ctx, std::move(wte_t), Tensor<D>{}, std::move(wte),
-                LinearOptions{"lm_head", 1, fuse_layernorm ? 0 : few_rows}, widths) {
+                LinearOptions{"lm_head", 1, fuse_layernorm ? 0 : few_rows, false, 0}, widths) {
     detail::checkFewRows(few_rows, kFewRows, linear_.name());
     if (fuse_layernorm && detail::fewRowsFor<D>(few_rows, !linear_.weight_t().empty())) {
       few_ = detail::FewRowsNorm<D, Epilogue::None>(ctx, "lm_head", linear_.out_features(), linear_.in_features());
