@@ -336,7 +336,7 @@ template <template <class, int, int, int> class Op> void BM_prefill(benchmark::S
   // The declared space (kiln/autotuner/space.hpp), as nn::Linear declares
   // its own: infeasible candidates are pruned at compile time.
   namespace hana = boost::hana;
-  constexpr auto space = tuning::product(
+  auto space = tuning::product(
       hana::tuple_t<Op<f16, 32, 32, 32>, Op<f16, 32, 64, 64>, Op<f16, 64, 32, 64>, Op<f16, 64, 64, 32>,
                     Op<f16, 64, 64, 64>, Op<f16, 128, 64, 32>, Op<f16, 128, 64, 64>, Op<f16, 64, 128, 64>,
                     Op<f16, 128, 128, 32>, Op<f16, 128, 128, 64>>,
@@ -504,7 +504,7 @@ template <int BR, class Space> void few_rows_bench(benchmark::State &state, Spac
 void BM_few_rows(benchmark::State &state) {
   namespace hana = boost::hana;
   using E = ops::Epilogue;
-  constexpr auto space = tuning::product(
+  auto space = tuning::product(
       hana::tuple_t<ops::FewRowsLinear<f16, 16, 16, 128, 1, E::Bias>, ops::FewRowsLinear<f16, 16, 16, 128, 2, E::Bias>,
                     ops::FewRowsLinear<f16, 16, 16, 256, 2, E::Bias>, ops::FewRowsLinear<f16, 16, 16, 256, 3, E::Bias>,
                     ops::FewRowsLinear<f16, 16, 32, 128, 1, E::Bias>, ops::FewRowsLinear<f16, 16, 32, 128, 2, E::Bias>,
@@ -521,7 +521,7 @@ void BM_few_rows(benchmark::State &state) {
 template <int BR> void BM_many_rows(benchmark::State &state) {
   namespace hana = boost::hana;
   constexpr auto B = ops::Epilogue::Bias;
-  constexpr auto space = tuning::product(
+  auto space = tuning::product(
       hana::tuple_t<ops::FewRowsLinear<f16, BR, 16, 64, 1, B>, ops::FewRowsLinear<f16, BR, 16, 128, 1, B>,
                     ops::FewRowsLinear<f16, BR, 16, 128, 2, B>, ops::FewRowsLinear<f16, BR, 16, 256, 1, B>,
                     ops::FewRowsLinear<f16, BR, 32, 64, 1, B>, ops::FewRowsLinear<f16, BR, 32, 64, 2, B>,
@@ -540,7 +540,7 @@ template <int BR> void BM_many_rows(benchmark::State &state) {
 /// way.
 /// GB/s is on the weights. bench/boundary.cu times the same chain written
 /// directly in CUDA, and what the boundary between two launches costs.
-template <int R, int K, bool LN, ops::DecodeEpilogue E> void BM_decode_rows(benchmark::State &state) {
+template <int R, int K, bool LN, ops::Epilogue E> void BM_decode_rows(benchmark::State &state) {
   int N = int(state.range(0));
   const int copies = 32;
   auto x = random_device<kiln::half>(R * K), g = random_device<kiln::half>(K), b = random_device<kiln::half>(K);
@@ -553,11 +553,16 @@ template <int R, int K, bool LN, ops::DecodeEpilogue E> void BM_decode_rows(benc
              y.data(), y.data(), R, N, 1e-5f, w[which]->data(), 0);
     which = (which + 1) % copies;
   };
-  namespace hana = boost::hana;
-  constexpr auto space = tuning::product(
-      hana::tuple_t<ops::DecodeLinear<f16, R, 2, K, 256, LN, E>, ops::DecodeLinear<f16, R, 4, K, 256, LN, E>,
-                    ops::DecodeLinear<f16, R, 8, K, 256, LN, E>, ops::DecodeLinear<f16, R, 16, K, 256, LN, E>>,
-      hana::tuple_c<int, 1, 2, 4, 8>, tuning::kNoStages, tuning::kPlainOnly);
+  tuning::Candidates<ops::DecodeLinear<f16, 2>, ops::DecodeLinear<f16, 4>, ops::DecodeLinear<f16, 8>,
+                     ops::DecodeLinear<f16, 16>>
+      space;
+  auto add = [&]<int BN>() {
+    space.add_feasible(ops::DecodeLinear<f16, BN>{.rows = R, .k = K, .ln = LN, .epilogue = E}, {1, 2, 4, 8});
+  };
+  add.template operator()<2>();
+  add.template operator()<4>();
+  add.template operator()<8>();
+  add.template operator()<16>();
   std::string key = "decode rows " + std::to_string(R) + "x" + std::to_string(K) + "x" + std::to_string(N) + (LN ? " ln" : "") + " e" +
                     std::to_string(int(E));
   auto tuned = tuning::autotune(space, gpu(), key, launch, {}, TuneTiming{copies});
@@ -604,12 +609,16 @@ template <int R> void BM_mlp_fused(benchmark::State &state) {
              H, 1e-5f, w.wu[which]->data(), 0);
     which = (which + 1) % copies;
   };
-  namespace hana = boost::hana;
-  constexpr auto space = tuning::product(
-      hana::tuple_t<ops::DecodeMlp<f16, R, 8, C, 128>, ops::DecodeMlp<f16, R, 8, C, 256>,
-                    ops::DecodeMlp<f16, R, 16, C, 128>, ops::DecodeMlp<f16, R, 16, C, 256>,
-                    ops::DecodeMlp<f16, R, 32, C, 128>, ops::DecodeMlp<f16, R, 32, C, 256>>,
-      hana::tuple_c<int, 2, 4, 8>, tuning::kNoStages, tuning::kPlainOnly);
+  tuning::Candidates<ops::DecodeMlp<f16, 8, 128>, ops::DecodeMlp<f16, 8, 256>, ops::DecodeMlp<f16, 16, 128>,
+                     ops::DecodeMlp<f16, 16, 256>, ops::DecodeMlp<f16, 32, 128>, ops::DecodeMlp<f16, 32, 256>>
+      space;
+  auto add = [&]<int BH, int KC>() { space.add_feasible(ops::DecodeMlp<f16, BH, KC>{.rows = R, .c = C}, {2, 4, 8}); };
+  add.template operator()<8, 128>();
+  add.template operator()<8, 256>();
+  add.template operator()<16, 128>();
+  add.template operator()<16, 256>();
+  add.template operator()<32, 128>();
+  add.template operator()<32, 256>();
   std::string key = "mlp fused " + std::to_string(R);
   auto tuned = tuning::autotune(space, gpu(), key, launch, {}, TuneTiming{copies});
   for (const auto &r : tuned.results())
@@ -625,8 +634,7 @@ template <int R> void BM_mlp_fused(benchmark::State &state) {
 template <int R> void BM_mlp_two(benchmark::State &state) {
   MlpWeights<R> w;
   constexpr int C = MlpWeights<R>::C, H = MlpWeights<R>::H, copies = MlpWeights<R>::copies;
-  using DE = ops::DecodeEpilogue;
-  namespace hana = boost::hana;
+  using DE = ops::Epilogue;
   int up = 0, down = 0;
   auto launchUp = [&](const auto &k) {
     using Kern = typename std::decay_t<decltype(k)>::kernel_type;
@@ -642,16 +650,16 @@ template <int R> void BM_mlp_two(benchmark::State &state) {
   };
   // (The down kernels read the weight as [N, K]: a [768, 3072] copy, the
   // same bytes as the fused kernel's [3072, 768].)
-  constexpr auto upSpace = tuning::product(
-      hana::tuple_t<ops::DecodeLinear<f16, R, 4, C, 256, true, DE::BiasGelu>,
-                    ops::DecodeLinear<f16, R, 8, C, 256, true, DE::BiasGelu>,
-                    ops::DecodeLinear<f16, R, 16, C, 256, true, DE::BiasGelu>>,
-      tuning::kRowWarps, tuning::kNoStages, tuning::kPlainOnly);
-  constexpr auto downSpace = tuning::product(
-      hana::tuple_t<ops::DecodeLinear<f16, R, 4, H, 256, false, DE::BiasResidual>,
-                    ops::DecodeLinear<f16, R, 8, H, 256, false, DE::BiasResidual>,
-                    ops::DecodeLinear<f16, R, 16, H, 256, false, DE::BiasResidual>>,
-      tuning::kRowWarps, tuning::kNoStages, tuning::kPlainOnly);
+  using Space = tuning::Candidates<ops::DecodeLinear<f16, 4>, ops::DecodeLinear<f16, 8>, ops::DecodeLinear<f16, 16>>;
+  Space upSpace, downSpace;
+  auto add = [&]<int BN>() {
+    upSpace.add_feasible(ops::DecodeLinear<f16, BN>{.rows = R, .k = C, .ln = true, .epilogue = DE::BiasGelu},
+                         {1, 2, 4, 8});
+    downSpace.add_feasible(ops::DecodeLinear<f16, BN>{.rows = R, .k = H, .epilogue = DE::BiasResidual}, {1, 2, 4, 8});
+  };
+  add.template operator()<4>();
+  add.template operator()<8>();
+  add.template operator()<16>();
   auto tunedUp = tuning::autotune(upSpace, gpu(), "mlp up " + std::to_string(R), launchUp, {}, TuneTiming{copies});
   auto tunedDown =
       tuning::autotune(downSpace, gpu(), "mlp down " + std::to_string(R), launchDown, {}, TuneTiming{copies});
@@ -811,7 +819,7 @@ KILN_ATTENTION_DECODE(ops::AttentionDecodeResident<f16, 64, 64, 4>, 4);
 KILN_ATTENTION_DECODE(ops::AttentionDecodeResident<f16, 32, 64, 4>, 2);
 KILN_ATTENTION_DECODE(ops::AttentionDecodeResident<f16, 32, 64, 8>, 2);
 #undef KILN_ATTENTION_DECODE
-using DE = ops::DecodeEpilogue;
+using DE = ops::Epilogue;
 BENCHMARK(BM_decode_rows<1, 768, false, DE::None>)->Arg(768)->Arg(3072)
     ->UseManualTime()->Unit(benchmark::kMicrosecond)->Iterations(1);
 BENCHMARK(BM_decode_rows<1, 768, false, DE::BiasResidual>)->Arg(768)

@@ -60,14 +60,15 @@ struct Report {
     return r;
   }
 
-  template <class K> void add(int warps = 4, int stages = 2) {
+  template <class K> void add(int warps = 4, int stages = 2) { add(K{}, warps, stages); }
+  template <class K> void add(const K &kernel, int warps = 4, int stages = 2) {
     CompileOptions o;
     o.num_warps = warps;
     o.num_stages = stages;
     o.use_cache = false;
     o.warp_specialize = schedule != "plain";
     o.persistent = schedule == "persistent";
-    auto k = compile<K>(Target::cuda(arch), o);
+    auto k = compile<K>(Target::cuda(arch), o, kernel);
     const std::string &ptx = k.ir(Stage::Ptx);
     std::string name = k.name() + "_w" + std::to_string(warps) + "_s" + std::to_string(stages) +
                        (schedule == "plain" ? "" : "_" + schedule);
@@ -82,7 +83,7 @@ struct Report {
 };
 
 template <class D> void library(Report &r) {
-  using enum ops::DecodeEpilogue;
+  using enum ops::Epilogue;
   // Memory-bound kernels.
   r.add<ops::VecAdd<D, 1024>>();
   r.add<ops::Softmax<D, 1024>>();
@@ -98,13 +99,13 @@ template <class D> void library(Report &r) {
   r.add<ops::ArgmaxRows<D, 8192>>(8);
   r.add<ops::SampleRows<D, 1024>>();
   // Decode products (GPT-2 124M widths, one row and eight).
-  r.add<ops::DecodeQkv<D, 1, 8, 768, 256>>();
-  r.add<ops::DecodeQkv<D, 8, 4, 768, 256>>();
-  r.add<ops::DecodeLinear<D, 1, 4, 768, 256, false, BiasResidual>>();
-  r.add<ops::DecodeLinear<D, 1, 8, 768, 256, true, BiasGelu>>();
-  r.add<ops::DecodeLinear<D, 1, 4, 3072, 256, false, BiasResidual>>();
-  r.add<ops::DecodeLinear<D, 8, 4, 3072, 256, false, BiasResidual>>();
-  r.add<ops::DecodeLinear<D, 1, 8, 768, 256, false, None>>();
+  r.add(ops::DecodeQkv<D, 8>{.rows = 1, .k = 768});
+  r.add(ops::DecodeQkv<D, 4>{.rows = 8, .k = 768});
+  r.add(ops::DecodeLinear<D, 4>{.rows = 1, .k = 768, .epilogue = BiasResidual});
+  r.add(ops::DecodeLinear<D, 8>{.rows = 1, .k = 768, .ln = true, .epilogue = BiasGelu});
+  r.add(ops::DecodeLinear<D, 4>{.rows = 1, .k = 3072, .epilogue = BiasResidual});
+  r.add(ops::DecodeLinear<D, 4>{.rows = 8, .k = 3072, .epilogue = BiasResidual});
+  r.add(ops::DecodeLinear<D, 8>{.rows = 1, .k = 768, .epilogue = None});
   // Few-row products (2-16 rows) in the panels nn::Linear and its fused
   // variants use for GPT-2's widths.
   r.add<ops::FewRowsLinear<D, 16, 32, 256, 3, ops::Epilogue::BiasGelu>>(4);

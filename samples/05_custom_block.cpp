@@ -200,20 +200,19 @@ int main(int argc, char **argv) {
     std::vector<Layer> layers;
     for (const Params::Layer &l : p.layers) {
       nn::Linear<D, Epilogue::BiasResidual> proj(ctx, tensor(l.wproj, {C, C}), tensor(l.bproj, {C}),
-                                                 tensor(nn::transpose(l.wproj, C, C), {C, C}), {},
-                                                 nn::Widths<C>{});
+                                                 tensor(nn::transpose(l.wproj, C, C), {C, C}), {});
       nn::CausalSelfAttention<D> attn(
           ctx, nn::LayerNorm<D>(ctx, tensor(l.ln1w, {C}), tensor(l.ln1b, {C})),
           tensor(l.wqkv, {C, 3 * C}), tensor(l.bqkv, {3 * C}),
           tensor(nn::transpose(l.wqkv, C, 3 * C), {3 * C, C}), std::move(proj), int(Heads),
-          nn::KvCache<D>(target, 1, T, C), nn::Widths<C>{});
+          nn::KvCache<D>(target, 1, T, C));
       nn::Linear<D, Epilogue::BiasResidual> down(ctx, tensor(l.wdown, {H, C}), tensor(l.bdown, {C}));
       SwiGluMlp<D> mlp(ctx, nn::LayerNorm<D>(ctx, tensor(l.ln2w, {C}), tensor(l.ln2b, {C})),
                        tensor(l.wg, {C, H}), tensor(l.wu, {C, H}), std::move(down), T);
       layers.push_back({std::move(attn), std::move(mlp)});
     }
     nn::LmHead<D> head(ctx, nn::LayerNorm<D>(ctx, tensor(p.lnfw, {C}), tensor(p.lnfb, {C})),
-                       tensor(nn::transpose(p.wte, V, C), {C, V}), wte, nn::Widths<C>{});
+                       tensor(nn::transpose(p.wte, V, C), {C, V}), wte);
     nn::Sampler<D> sampler(ctx);
     ctx.compile();
     std::printf("%zu kernels compiled for %s, in %.2f s summed over cores\n", ctx.kernels().size(),

@@ -6,7 +6,7 @@
 #       UndefinedBehaviorSanitizer in build-sanitize/: the same CPU tests, then
 #       every libFuzzer target for KILN_FUZZ_SECONDS (20) from its seed corpus.
 #       At -O1, as sanitizer builds usually are, and without the fp16/bf16
-#       GPT-2 models (they run on GPUs only; the CPU runs fp32).
+#       GPT-2 models (they run on GPUs only; the CPU runs fp32). CI runs both.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 if [[ "${1:-}" != "--sanitize" ]]; then

@@ -1,10 +1,17 @@
 //===- Context.cpp - MLIR contexts and diagnostics ------------------------===//
 #include "TracedModule.h"
 
+#include "kiln/Dialect/KilnDialect.h"
 #include "kiln/Lowering/Passes.h"
 
+#include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/IR/Diagnostics.h"
+#include "mlir/IR/DialectRegistry.h"
+#include "mlir/IR/MLIRContext.h"
 
 namespace kiln {
 

@@ -1,7 +1,14 @@
 //===- ControlFlowToGpu.cpp - scf.for with carried tiles, program ids, return ===//
 #include "GpuEmitter.h"
 
+#include "kiln/Dialect/KilnDialect.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/SCF/Transforms/Patterns.h"
+#include "mlir/Transforms/DialectConversion.h"
 
 namespace kiln::gpu_lowering {
 

@@ -1,9 +1,21 @@
 //===- ConvertKilnToCpu.cpp - the kiln -> standard dialects pass ----------===//
 #include "kiln/Lowering/Passes.h"
 
+#include "CpuPatterns.h"
+
+#include "kiln/Dialect/KilnDialect.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/Func/Transforms/FuncConversions.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/SCF/Transforms/Patterns.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/Transforms/DialectConversion.h"
 
 namespace kiln {
 #define GEN_PASS_DEF_CONVERTKILNTOCPU

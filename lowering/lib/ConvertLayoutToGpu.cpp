@@ -1,6 +1,12 @@
 //===- ConvertLayoutToGpu.cpp - kiln.convert_layout: moving tiles between layouts ===//
 #include "GpuEmitter.h"
 
+#include "kiln/Dialect/KilnDialect.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Transforms/DialectConversion.h"
+
 namespace kiln::gpu_lowering {
 
 LogicalResult Emitter::emitConvertLayout(kiln::ConvertLayoutOp op) {

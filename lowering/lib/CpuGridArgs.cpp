@@ -1,8 +1,12 @@
 //===- CpuGridArgs.cpp - program ids as kernel arguments on the CPU -------===//
 #include "kiln/Lowering/Passes.h"
 
+#include "kiln/Dialect/KilnDialect.h"
+
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/BuiltinOps.h"
 
 namespace kiln {
 #define GEN_PASS_DEF_KILNCPUGRIDARGS

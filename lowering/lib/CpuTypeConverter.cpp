@@ -1,5 +1,9 @@
 //===- CpuTypeConverter.cpp - pointers become i64 addresses on the CPU ----===//
-#include "kiln/Lowering/Passes.h"
+#include "CpuPatterns.h"
+
+#include "kiln/Dialect/KilnDialect.h"
+
+#include "mlir/IR/BuiltinOps.h"
 
 using namespace mlir;
 

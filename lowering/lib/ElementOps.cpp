@@ -1,5 +1,12 @@
 //===- ElementOps.cpp - per-element helpers shared by the backends ---------===//
-#include "kiln/Lowering/Passes.h"
+#include "ElementOps.h"
+
+#include "kiln/Dialect/KilnDialect.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/IR/Builders.h"
 
 using namespace mlir;
 

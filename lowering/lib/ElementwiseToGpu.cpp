@@ -1,6 +1,15 @@
 //===- ElementwiseToGpu.cpp - constants and element-wise ops per thread ---===//
 #include "GpuEmitter.h"
 
+#include "ElementOps.h"
+
+#include "kiln/Dialect/KilnDialect.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Transforms/DialectConversion.h"
+
 namespace kiln::gpu_lowering {
 
 LogicalResult Emitter::emitConstant(arith::ConstantOp c) {
@@ -62,7 +71,7 @@ namespace {
 /// operands). The same ops on scalars are legal as they are.
 struct ArithOnTiles : ConversionPattern {
   ArithOnTiles(const TypeConverter &converter, LoweringState &state)
-      : ConversionPattern(converter, MatchAnyOpTypeTag(), /*benefit=*/1, state.module.getContext()),
+      : ConversionPattern(converter, MatchAnyOpTypeTag(), /*benefit=*/1, state.module->getContext()),
         state(state) {}
   LogicalResult matchAndRewrite(Operation *op, ArrayRef<ValueRange> operands,
                                 ConversionPatternRewriter &rewriter) const override {

@@ -8,12 +8,14 @@
 //
 //   ElementwiseToGpu.cpp    constants, arith/math ops, kiln.select, kiln.cast
 //   ShapeToGpu.cpp          make_range, splat, expand_dims, reshape, broadcast, trans
-//   LoadStoreToGpu.cpp      addptr, load, store, atomic_add, rings and async copies
+//   LoadStoreToGpu.cpp      addptr, load, store, atomic_add, rings and async copies,
+//                           the barrier and fence helpers (GPU and NVVM ops)
 //   ReduceToGpu.cpp         reduce, argmax
 //   DotToGpu.cpp            dot (wgmma, mma.sync from shared memory or registers, or FMA), dot_wait
 //   ConvertLayoutToGpu.cpp  convert_layout (and index arithmetic recomputed in a layout)
 //   ControlFlowToGpu.cpp    scf.for and its carried tiles, program ids, return
-//   GpuEmitter.cpp          elements per thread, binding operands, replacing results
+//   GpuEmitter.cpp          elements per thread, binding operands, replacing results,
+//                           the shared-memory and vector helpers (LLVM dialect ops)
 //
 // ConvertKilnToGpu.cpp holds the pass: the type converter, the legality of
 // the result, and the kernel (gpu.func, shared-memory plan).
@@ -22,16 +24,18 @@
 #ifndef KILN_LOWERING_GPUEMITTER_H
 #define KILN_LOWERING_GPUEMITTER_H
 
-#include "kiln/Lowering/Passes.h"
-
 #include "Analysis/AxisInfo.h"
+#include "ElementOps.h"
 #include "Layouts/LayoutUtils.h"
 
-#include "mlir/Dialect/Func/IR/FuncOps.h"
-#include "mlir/Dialect/GPU/IR/GPUDialect.h"
-#include "mlir/Dialect/LLVMIR/NVVMDialect.h"
-#include "mlir/IR/IRMapping.h"
-#include "mlir/IR/Matchers.h"
+#include "kiln/Dialect/KilnDialect.h"
+
+// Only the dialects whose ops the inline helpers below create (arith, scf):
+// the helpers that emit LLVM dialect ops are defined in GpuEmitter.cpp, those
+// that emit GPU and NVVM ops in LoadStoreToGpu.cpp, so that the pattern files
+// that emit none do not parse LLVMDialect.h, GPUDialect.h or NVVMDialect.h.
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Transforms/DialectConversion.h"
 
 #include <functional>
@@ -106,9 +110,11 @@ void lowerType(Type t, int threads, SmallVectorImpl<Type> &out);
 /// converted: the thread's coordinates, the shared-memory plan, the analysis
 /// of the source kernel, and the elements each source value was lowered to.
 struct LoweringState {
-  LoweringState(int threads, gpu::GPUModuleOp module) : threads(threads), module(module) {}
+  LoweringState(int threads, Operation *module) : threads(threads), module(module) {}
   int threads;
-  gpu::GPUModuleOp module;
+  /// The gpu.module the kernel is lowered into (held as an Operation so that
+  /// this header needs no GPUDialect.h).
+  Operation *module;
   /// Thread, lane and warp index (i32), computed at the kernel's entry (in
   /// a persistent kernel, at the start of each tile: see convertKernel).
   Value tid, lane, warp;
@@ -180,7 +186,7 @@ public:
 
 private:
   int &threads = state.threads;
-  gpu::GPUModuleOp &module = state.module;
+  Operation *&module = state.module;
   int &slowPaths = state.slowPaths;
   Value &tid = state.tid, &lane = state.lane, &warp = state.warp;
   DenseMap<Value, SmallVector<Value>> &values = state.values;
@@ -472,11 +478,7 @@ private:
   // threads (layout conversions, reductions, dot operands). Scratch offsets
   // below are relative to scratchBase.
 
-  Value smemPtr(Value byteOffset) {
-    auto ptrType = LLVM::LLVMPointerType::get(b.getContext(), 3);
-    Value base = LLVM::AddressOfOp::create(b, loc, ptrType, kSmemName);
-    return LLVM::GEPOp::create(b, loc, ptrType, b.getI8Type(), base, ValueRange{byteOffset});
-  }
+  Value smemPtr(Value byteOffset);
   Value smemAddr(int64_t baseBytes, Value index, Type elem) {
     return smemPtr(arith::AddIOp::create(b, loc, i32(scratchBase + baseBytes),
                                          arith::MulIOp::create(b, loc, index, i32(byteSize(elem)))));
@@ -485,21 +487,12 @@ private:
   /// Synchronises the program's threads: every thread, or, in a kernel with
   /// producer warps (which never take part), the program's own warps on
   /// named barrier 1.
-  void barrier() {
-    if (state.producerThreads == 0)
-      return barrierAll();
-    Value id = i32(1);
-    Value count = i32(threads);
-    NVVM::BarrierOp::create(b, loc, TypeRange{}, id, count, {}, Value{});
-  }
+  void barrier();
   /// Synchronises every thread of the CTA (producer warps included).
-  void barrierAll() { gpu::BarrierOp::create(b, loc); }
+  void barrierAll();
   /// Orders this thread's ordinary shared-memory writes before reads by the
   /// async proxy (wgmma's operands); a barrier then publishes them.
-  void fenceForAsyncProxy() {
-    NVVM::FenceProxyOp::create(b, loc, NVVM::ProxyKind::async_shared,
-                               NVVM::SharedSpaceAttr::get(b.getContext(), NVVM::SharedSpace::shared_cta));
-  }
+  void fenceForAsyncProxy();
   /// The A fragment (rows r, r + 8 of a 16-row block at k, k + 8: four pairs
   /// of consecutive columns) of a product whose A operand is the elements
   /// `acc` of an accumulator, from its 8-column tiles `tile` and `tile + 1`.
@@ -522,17 +515,8 @@ private:
   }
   Value isZero(Value x) { return arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, x, i32(0)); }
 
-  void storeSmem(int64_t base, Value index, Value v) {
-    Value x = v.getType().isInteger(1) ? Value(arith::ExtUIOp::create(b, loc, b.getI8Type(), v)) : v;
-    LLVM::StoreOp::create(b, loc, x, smemAddr(base, index, x.getType()));
-  }
-  Value loadSmem(int64_t base, Value index, Type elem) {
-    Type stored = elem.isInteger(1) ? b.getI8Type() : elem;
-    Value v = LLVM::LoadOp::create(b, loc, stored, smemAddr(base, index, stored));
-    if (elem.isInteger(1))
-      v = arith::TruncIOp::create(b, loc, elem, v);
-    return v;
-  }
+  void storeSmem(int64_t base, Value index, Value v);
+  Value loadSmem(int64_t base, Value index, Type elem);
   /// Index of element (row, col) of a (rows, cols) matrix of `elemBytes`-byte
   /// elements (2 or 4) in shared memory with its 16-byte chunks XOR-swizzled
   /// by the row, so that the eight rows an ldmatrix reads fall in different
@@ -619,68 +603,7 @@ private:
   /// Writes every element this thread holds of `v` at its flat index (for
   /// `swizzle`, at its swizzled index: 2-D 16-bit tiles); returns bytes used.
   /// Accumulators and row slices are written from their own layouts.
-  int64_t spill(Value v, int64_t base, bool swizzle = false) {
-    auto tile = cast<RankedTensorType>(v.getType());
-    Type stored = storageType(tile.getElementType());
-    int64_t bytes = tile.getNumElements() * std::max<int64_t>(byteSize(stored), 1);
-    int64_t cols = tile.getShape().back();
-    auto at = [&](Value row, Value col) -> Value {
-      if (swizzle)
-        return swizzled(row, col, tile.getDimSize(0), cols, byteSize(stored));
-      return arith::AddIOp::create(b, loc, arith::MulIOp::create(b, loc, row, i32(cols)), col);
-    };
-    SmallVector<Value> own = raw(v);
-    if (std::optional<Mma> acc = mmaOf(v); acc && own.size() > 1) {
-      // Columns 2c and 2c + 1 of a row are one thread's: one store each pair.
-      const Mma &m = *acc;
-      bool pairs = stored.getIntOrFloatBitWidth() >= 8;
-      for (int64_t j = 0; j < m.perThread(); j += 2) {
-        auto [row, col] = mmaRowCol(m, j);
-        Value index = at(row, col);
-        if (!pairs) {
-          storeSmem(base, index, own[j]);
-          storeSmem(base, arith::AddIOp::create(b, loc, index, i32(1)), own[j + 1]);
-          continue;
-        }
-        LLVM::StoreOp::create(b, loc, pack({own[j], own[j + 1]}), smemAddr(base, index, stored),
-                              2 * byteSize(stored));
-      }
-      return bytes;
-    }
-    if (std::optional<Mma> rows = rowsOf(v), cols = colsOf(v); (rows || cols) && own.size() > 1) {
-      // A slice: each row (column) by the one thread that owns it.
-      const Mma &m = rows ? *rows : *cols;
-      onlyIf(rows ? ownsRows(m) : ownsCols(m), [&] {
-        for (int64_t i = 0, n = rows ? rowsPerThread(m) : colsPerThread(m); i < n; ++i)
-          storeSmem(base, rows ? rowOf(m, i) : colOf(m, i), own[i]);
-      });
-      return bytes;
-    }
-    Layout l = layoutOf(tile);
-    SmallVector<Value> vs = raw(v);
-    int64_t width = vectorWidth(l, stored);
-    auto index = [&](int64_t j) -> Value {
-      Value flat = flatIndex(l, j);
-      if (!swizzle)
-        return flat;
-      return swizzled(arith::DivUIOp::create(b, loc, flat, i32(cols)),
-                      arith::RemUIOp::create(b, loc, flat, i32(cols)), tile.getDimSize(0), cols,
-                      byteSize(stored));
-    };
-    for (int64_t j = 0; j < l.perThread; j += width) {
-      if (width == 1) {
-        storeSmem(base, index(j), pick(vs, j));
-        continue;
-      }
-      SmallVector<Value> part;
-      for (int64_t k = 0; k < width; ++k)
-        part.push_back(pick(vs, j + k));
-      Value vec = pack(part);
-      LLVM::StoreOp::create(b, loc, vec, smemAddr(base, index(j), stored),
-                            width * byteSize(stored));
-    }
-    return bytes;
-  }
+  int64_t spill(Value v, int64_t base, bool swizzle = false);
 
   /// Writes every element this thread holds of the 2-D tile `v` (rows x
   /// cols) transposed, element (r, c) at (c, r) of a (cols x rows) tile,
@@ -720,29 +643,7 @@ private:
   /// has bank conflicts (spilling a row-major register layout transposed
   /// writes 4-byte elements 16 ways into the same banks). Returns the bytes
   /// written, or 0 (nothing emitted) for tiles it does not handle.
-  int64_t copyTransposed(kiln::LocalLoadOp ll, int64_t base) {
-    auto tile = cast<RankedTensorType>(ll.getType());
-    int64_t rows = tile.getDimSize(0), cols = tile.getDimSize(1);
-    int64_t quads = rows / 4 * cols;
-    if (!tile.getElementType().isF32() || rows % 4 != 0 || quads % threads != 0 || !keepsSwizzled(tile))
-      return 0;
-    SmemTile from{ringBuffer(ll.getRing(), raw(ll.getStage())[0]), tile, true};
-    Type f32 = b.getF32Type();
-    for (int64_t i = 0; i < quads / threads; ++i) {
-      Value q = arith::AddIOp::create(b, loc, tid, i32(i * threads));
-      Value col = arith::RemUIOp::create(b, loc, q, i32(cols));
-      Value row = arith::MulIOp::create(b, loc, arith::DivUIOp::create(b, loc, q, i32(cols)), i32(4));
-      SmallVector<Value> quad;
-      for (int64_t k = 0; k < 4; ++k) {
-        Value r = arith::AddIOp::create(b, loc, row, i32(k));
-        quad.push_back(LLVM::LoadOp::create(b, loc, f32, tileAddr(from, tileIndex(from, r, col))));
-      }
-      // Four consecutive elements of a transposed row: one swizzled chunk.
-      Value to = swizzled(col, row, cols, rows, 4);
-      LLVM::StoreOp::create(b, loc, pack(quad), smemAddr(base, to, f32), 16);
-    }
-    return tile.getNumElements() * 4;
-  }
+  int64_t copyTransposed(kiln::LocalLoadOp ll, int64_t base);
 
   /// Elements per vector access for layout `l` and element type `t` (at most 16 bytes).
   int64_t vectorWidth(const Layout &l, Type t) {
@@ -750,19 +651,8 @@ private:
       return 1;
     return std::min<int64_t>(l.vec, 16 / byteSize(t));
   }
-  Value pack(ArrayRef<Value> elems) {
-    auto type = VectorType::get({int64_t(elems.size())}, elems[0].getType());
-    Value v = LLVM::UndefOp::create(b, loc, type);
-    for (auto [i, e] : llvm::enumerate(elems))
-      v = LLVM::InsertElementOp::create(b, loc, v, e, i32(i));
-    return v;
-  }
-  SmallVector<Value> unpack(Value vec, int64_t n) {
-    SmallVector<Value> out;
-    for (int64_t i = 0; i < n; ++i)
-      out.push_back(LLVM::ExtractElementOp::create(b, loc, vec, i32(i)));
-    return out;
-  }
+  Value pack(ArrayRef<Value> elems);
+  SmallVector<Value> unpack(Value vec, int64_t n);
 
   //===--------------------------------------------------------------------===//
   // Ops
@@ -957,7 +847,7 @@ template <typename SourceOp, auto Lower>
 class KilnToGpuPattern : public OpConversionPattern<SourceOp> {
 public:
   KilnToGpuPattern(const TypeConverter &converter, LoweringState &state)
-      : OpConversionPattern<SourceOp>(converter, state.module.getContext()), state(state) {}
+      : OpConversionPattern<SourceOp>(converter, state.module->getContext()), state(state) {}
 
   LogicalResult matchAndRewrite(SourceOp op, typename OpConversionPattern<SourceOp>::OneToNOpAdaptor adaptor,
                                 ConversionPatternRewriter &rewriter) const override {

@@ -1,12 +1,42 @@
 //===- LoadStoreToGpu.cpp - loads, stores, atomics, rings, cp.async and TMA ===//
 #include "GpuEmitter.h"
 
+#include "ElementOps.h"
+
+#include "kiln/Dialect/KilnDialect.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/LLVMIR/NVVMDialect.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/IR/Matchers.h"
+#include "mlir/Transforms/DialectConversion.h"
+
 namespace kiln::gpu_lowering {
 
 namespace {
 /// A fill of all-zero bits: what a predicated load leaves where it did not run.
 bool isZeroFill(Value fill) { return matchPattern(fill, m_Zero()) || matchPattern(fill, m_PosZeroFloat()); }
 } // namespace
+
+// The helpers of GpuEmitter.h that emit GPU and NVVM ops, defined here (a
+// file that includes those dialects anyway) rather than inline in the header.
+void Emitter::barrierAll() { gpu::BarrierOp::create(b, loc); }
+
+void Emitter::barrier() {
+  if (state.producerThreads == 0)
+    return barrierAll();
+  Value id = i32(1);
+  Value count = i32(threads);
+  NVVM::BarrierOp::create(b, loc, TypeRange{}, id, count, {}, Value{});
+}
+
+void Emitter::fenceForAsyncProxy() {
+  NVVM::FenceProxyOp::create(b, loc, NVVM::ProxyKind::async_shared,
+                             NVVM::SharedSpaceAttr::get(b.getContext(), NVVM::SharedSpace::shared_cta));
+}
 
 LogicalResult Emitter::emitAddPtr(kiln::AddPtrOp ap) {
   Type pointee = cast<kiln::PtrType>(kiln::getElementTypeOrSelf(ap.getType())).getPointeeType();

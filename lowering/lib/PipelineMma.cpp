@@ -19,6 +19,12 @@
 //===----------------------------------------------------------------------===//
 #include "kiln/Lowering/Passes.h"
 
+#include "kiln/Dialect/KilnDialect.h"
+
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/BuiltinOps.h"
+
 namespace kiln {
 #define GEN_PASS_DEF_KILNPIPELINEMMA
 #include "kiln/Lowering/Passes.h.inc"

@@ -1,11 +1,16 @@
 //===- Pipelines.cpp - kiln's pass pipelines and dialect registration -----===//
 #include "kiln/Lowering/Passes.h"
 
+#include "kiln/Dialect/KilnDialect.h"
+
+#include "mlir/IR/DialectRegistry.h"
 #include "mlir/InitAllDialects.h"
 #include "mlir/InitAllExtensions.h"
 #include "mlir/InitAllPasses.h"
 #include "mlir/Pass/PassRegistry.h"
 #include "mlir/Target/LLVMIR/Dialect/All.h"
+#include "llvm/Support/ErrorHandling.h"
+#include "llvm/Support/raw_ostream.h"
 
 #include <mutex>
 

@@ -1,6 +1,12 @@
 //===- ReduceToGpu.cpp - kiln broadcast/reduce/argmax across threads -----===//
 #include "GpuEmitter.h"
 
+#include "kiln/Dialect/KilnDialect.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Transforms/DialectConversion.h"
+
 namespace kiln::gpu_lowering {
 
 Value Emitter::warpTotal(Value source, kiln::ReduceKind kind, Type acc) {

@@ -1,8 +1,13 @@
 //===- ShapeToCpu.cpp - kiln tile construction and shape ops on the CPU ---===//
-#include "kiln/Lowering/Passes.h"
+#include "CpuPatterns.h"
 
+#include "kiln/Dialect/KilnDialect.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/Dialect/Utils/StructuredOpsUtils.h"
+#include "mlir/Transforms/DialectConversion.h"
 
 using namespace mlir;
 

@@ -1,6 +1,11 @@
 //===- ShapeToGpu.cpp - make_range, splat, expand_dims, reshape, broadcast, trans ===//
 #include "GpuEmitter.h"
 
+#include "kiln/Dialect/KilnDialect.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Transforms/DialectConversion.h"
+
 namespace kiln::gpu_lowering {
 
 LogicalResult Emitter::emitShape(Operation *op) {

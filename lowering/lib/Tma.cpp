@@ -1,7 +1,10 @@
 //===- Tma.cpp - 2-D blocks of kernel-argument tensors, for TMA copies -----===//
 #include "Tma.h"
 
+#include "kiln/Dialect/KilnDialect.h"
+
 #include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Matchers.h"
 
 using namespace mlir;

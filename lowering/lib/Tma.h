@@ -13,11 +13,11 @@
 //===----------------------------------------------------------------------===//
 #pragma once
 
-#include "kiln/Dialect/KilnDialect.h"
-
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
+#include "mlir/IR/BuiltinTypes.h"
 #include "mlir/IR/IRMapping.h"
+#include "mlir/IR/Value.h"
 
 #include <optional>
 

@@ -7,8 +7,16 @@
 // accumulator itself (see the pass's description in Passes.td).
 //
 //===----------------------------------------------------------------------===//
-#include "Tma.h"
 #include "kiln/Lowering/Passes.h"
+
+#include "Tma.h"
+
+#include "kiln/Dialect/KilnDialect.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/BuiltinOps.h"
 
 namespace kiln {
 #define GEN_PASS_DEF_KILNTMASTORES

@@ -1,6 +1,8 @@
 //===- KilnDialect.cpp - kiln dialect registration and types --------------===//
 #include "kiln/Dialect/KilnDialect.h"
 
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/DialectImplementation.h"
 #include "llvm/ADT/TypeSwitch.h"

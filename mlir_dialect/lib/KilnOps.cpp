@@ -1,9 +1,11 @@
 //===- KilnOps.cpp - kiln op verifiers and folders ------------------------===//
 #include "kiln/Dialect/KilnDialect.h"
 
+#include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinAttributes.h"
 #include "mlir/IR/Matchers.h"
+#include "mlir/IR/PatternMatch.h"
 #include "mlir/Interfaces/FunctionInterfaces.h"
 
 using namespace mlir;

@@ -68,13 +68,12 @@ std::vector<double> reference(const std::vector<float> &x, const std::vector<flo
   return out;
 }
 
-template <Epilogue E, int K> void checkLinear(int64_t N, std::initializer_list<int64_t> rows) {
+template <Epilogue E> void checkLinear(int64_t K, int64_t N, std::initializer_list<int64_t> rows) {
   nn::Context ctx(target());
   nn::Tensor<f32> w = tensor({K, N}, 1, 0.1f), b = tensor({N}, 2);
   std::vector<float> wHost = w.to_host();
   nn::Tensor<f32> wt(target(), {N, K}, nn::transpose(wHost, K, N));
-  nn::Linear<f32, E> linear(ctx, w, E == Epilogue::None ? nn::Tensor<f32>{} : b, wt, {},
-                            nn::Widths<K>{});
+  nn::Linear<f32, E> linear(ctx, w, E == Epilogue::None ? nn::Tensor<f32>{} : b, wt, {});
   ctx.compile();
   for (int64_t M : rows) {
     CAPTURE(M);
@@ -117,19 +116,17 @@ TEST_CASE("nn::Linear matches the reference with every epilogue, prefill and dec
   // Decode-step kernels (1 row; up to 8 rows) for K = 64 and 256; 33 and 40
   // rows take the prefill tiles. Without a decode copy of the weight every
   // row count takes the prefill tiles.
-  checkLinear<Epilogue::None, 64>(96, {1, 2, 5, 40});
-  checkLinear<Epilogue::Bias, 64>(96, {1, 8, 40});
-  checkLinear<Epilogue::BiasGelu, 64>(160, {1, 3, 40});
-  checkLinear<Epilogue::BiasResidual, 256>(64, {1, 7, 33});
+  checkLinear<Epilogue::None>(64, 96, {1, 2, 5, 40});
+  checkLinear<Epilogue::Bias>(64, 96, {1, 8, 40});
+  checkLinear<Epilogue::BiasGelu>(64, 160, {1, 3, 40});
+  checkLinear<Epilogue::BiasResidual>(256, 64, {1, 7, 33});
+  // The decode kernels take K as a value: any width runs them, here 48
+  // (a ragged last chunk of K) and 1000.
+  checkLinear<Epilogue::Bias>(48, 40, {1, 3, 8});
+  checkLinear<Epilogue::BiasResidual>(1000, 24, {1, 2});
   nn::Context ctx(target());
   nn::Linear<f32, Epilogue::Bias> odd(ctx, tensor({48, 40}, 5), tensor({40}, 6));
-  CHECK_FALSE(odd.decodes(1));
-  // A decode copy for a width the block was not given kernels for.
-  nn::Tensor<f32> w = tensor({48, 40}, 5);
-  nn::Tensor<f32> wt(target(), {40, 48}, nn::transpose(w.to_host(), 48, 40));
-  CHECK_THROWS_WITH_AS((nn::Linear<f32, Epilogue::Bias>(ctx, w, tensor({40}, 6), wt, {}, nn::Widths<64>{})),
-                       "nn::Linear(48 -> 40): decode kernels for 48 input features were not built "
-                       "(nn::Widths: 64)", Error);
+  CHECK_FALSE(odd.decodes(1)); // no decode copy of the weight: the prefill tiles
 }
 
 TEST_CASE("nn::NormLinear fuses the layernorm into its decode kernels and agrees with the two steps") {
@@ -138,8 +135,7 @@ TEST_CASE("nn::NormLinear fuses the layernorm into its decode kernels and agrees
   nn::Tensor<f32> lnw = tensor({K}, 7), lnb = tensor({K}, 8), w = tensor({K, N}, 9, 0.1f),
                   b = tensor({N}, 10);
   nn::Tensor<f32> wt(target(), {N, K}, nn::transpose(w.to_host(), K, N));
-  nn::NormLinear<f32, Epilogue::BiasGelu> fc(ctx, nn::LayerNorm<f32>(ctx, lnw, lnb), w, b, wt, {},
-                                             nn::Widths<K>{});
+  nn::NormLinear<f32, Epilogue::BiasGelu> fc(ctx, nn::LayerNorm<f32>(ctx, lnw, lnb), w, b, wt, {});
   ctx.compile();
   for (int64_t M : {1, 6, 20}) {
     CAPTURE(M);
@@ -162,13 +158,12 @@ TEST_CASE("a block's decode-step products each bring the next one's weight into 
   nn::Tensor<f32> wqkv = tensor({C, 3 * C}, 30, 0.2f), wp = tensor({C, C}, 31, 0.1f),
                   wfc = tensor({C, F}, 32, 0.1f), wout = tensor({F, C}, 33, 0.1f);
   auto block = [&] {
-    nn::Linear<f32, Epilogue::BiasResidual> proj(ctx, wp, tensor({C}, 34, 0.1f), t(wp), {}, nn::Widths<C>{});
+    nn::Linear<f32, Epilogue::BiasResidual> proj(ctx, wp, tensor({C}, 34, 0.1f), t(wp), {});
     nn::CausalSelfAttention<f32> attn(ctx, ln(35), wqkv, tensor({3 * C}, 37, 0.1f), t(wqkv), std::move(proj),
-                                      int(H), nn::KvCache<f32>(target(), 1, T, C), nn::Widths<C>{});
+                                      int(H), nn::KvCache<f32>(target(), 1, T, C));
     nn::NormLinear<f32, Epilogue::BiasGelu> fc(ctx, ln(38), wfc, tensor({F}, 40, 0.1f), t(wfc),
-                                               {"fc_gelu"}, nn::Widths<C>{});
-    nn::Linear<f32, Epilogue::BiasResidual> out(ctx, wout, tensor({C}, 41, 0.1f), t(wout), {"mlp_proj"},
-                                                nn::Widths<F>{});
+                                               {"fc_gelu"});
+    nn::Linear<f32, Epilogue::BiasResidual> out(ctx, wout, tensor({C}, 41, 0.1f), t(wout), {"mlp_proj"});
     return nn::TransformerBlock<f32>(std::move(attn), nn::Mlp<f32>(std::move(fc), std::move(out)));
   };
   nn::TransformerBlock<f32> plain = block(), ahead = block();
@@ -249,7 +244,7 @@ void checkAttention(bool tuned, int residentKeys = nn::CausalSelfAttention<f32>:
   nn::Tensor<f32> wqkvT(target(), {3 * C, C}, nn::transpose(wqkv.to_host(), C, 3 * C));
   nn::Linear<f32, Epilogue::BiasResidual> proj(ctx, wp, bp);
   nn::CausalSelfAttention<f32> attn(ctx, ln(), wqkv, bqkv, wqkvT, std::move(proj), int(H),
-                                    nn::KvCache<f32>(target(), 1, T, C), nn::Widths<C>{}, nn::kDecodeRows,
+                                    nn::KvCache<f32>(target(), 1, T, C), nn::kDecodeRows,
                                     nn::kFewRows, false, residentKeys);
   ctx.compile();
   nn::Workspace<f32> ws(target(), T, C, 1, H, attn.splits(), C / H);
@@ -345,7 +340,7 @@ TEST_CASE("nn::CausalSelfAttention: a negative resident_keys is refused") {
       nn::CausalSelfAttention<f32>(
           ctx, nn::LayerNorm<f32>(ctx, tensor({C}, 20), tensor({C}, 21, 0.1f)), wqkv, tensor({3 * C}, 23, 0.1f),
           wqkvT, nn::Linear<f32, Epilogue::BiasResidual>(ctx, tensor({C, C}, 24, 0.1f), tensor({C}, 25, 0.1f)),
-          4, nn::KvCache<f32>(target(), 1, 64, C), nn::Widths<C>{}, nn::kDecodeRows, nn::kFewRows, false, -1),
+          4, nn::KvCache<f32>(target(), 1, 64, C), nn::kDecodeRows, nn::kFewRows, false, -1),
       "nn::CausalSelfAttention(64): resident_keys must be >= 0 (got -1)", Error);
 }
 
@@ -366,7 +361,7 @@ TEST_CASE("nn::CausalSelfAttention: decode attention is tuned per length bucket"
     return nn::CausalSelfAttention<f32>(
         ctx, nn::LayerNorm<f32>(ctx, tensor({C}, 20), tensor({C}, 21, 0.1f)), wqkv, tensor({3 * C}, 23, 0.1f),
         wqkvT, nn::Linear<f32, Epilogue::BiasResidual>(ctx, tensor({C, C}, 24, 0.1f), tensor({C}, 25, 0.1f)),
-        int(H), nn::KvCache<f32>(target(), 1, T, C), nn::Widths<C>{});
+        int(H), nn::KvCache<f32>(target(), 1, T, C));
   };
   auto attn = block(512), odd = block(200), small = block(64);
   ctx.compile();
@@ -448,12 +443,11 @@ TEST_CASE("fp16 steps of 2 to 16 rows: layernorm and product in one launch, QKV 
   // The MLP's first product (decode-step kernels for one row only, so that
   // 2 to 16 rows run the few-row kernel), and the same without it.
   nn::Tensor<f16> w = halfTensor({C, 4 * C}, 40, 0.2f), b = halfTensor({4 * C}, 41, 0.1f);
-  nn::NormLinear<f16, Epilogue::BiasGelu> fc(ctx, ln(42), w, b, transposed(w), {"fc", 1, 16, true}, nn::Widths<C>{});
-  nn::NormLinear<f16, Epilogue::BiasGelu> fc0(ctx, ln(42), w, b, transposed(w), {"fc", 1, 0, false, 0},
-                                              nn::Widths<C>{});
+  nn::NormLinear<f16, Epilogue::BiasGelu> fc(ctx, ln(42), w, b, transposed(w), {"fc", 1, 16, true});
+  nn::NormLinear<f16, Epilogue::BiasGelu> fc0(ctx, ln(42), w, b, transposed(w), {"fc", 1, 0, false, 0});
   // The head on wte [V, C].
   nn::Tensor<f16> wte = halfTensor({V, C}, 44, 0.2f);
-  nn::LmHead<f16> head(ctx, ln(45), transposed(wte), wte, nn::Widths<C>{}, 16, true);
+  nn::LmHead<f16> head(ctx, ln(45), transposed(wte), wte, 16, true);
   // Attention whose steps of 2 to 16 sequences run ops::FewRowsQkv, and the
   // same on the prefill kernels.
   nn::Tensor<f16> wqkv = halfTensor({C, 3 * C}, 47, 0.2f), bqkv = halfTensor({3 * C}, 48, 0.1f);
@@ -461,10 +455,9 @@ TEST_CASE("fp16 steps of 2 to 16 rows: layernorm and product in one launch, QKV 
   auto attention = [&](int few, bool fuse) {
     // Without few-row kernels, none for more rows either: the prefill products.
     int many = few > 0 ? nn::kManyRows : 0;
-    nn::Linear<f16, Epilogue::BiasResidual> proj(ctx, wp, bp, transposed(wp), {"proj", 1, few, false, many},
-                                                 nn::Widths<C>{});
+    nn::Linear<f16, Epilogue::BiasResidual> proj(ctx, wp, bp, transposed(wp), {"proj", 1, few, false, many});
     return nn::CausalSelfAttention<f16>(ctx, ln(51), wqkv, bqkv, transposed(wqkv), std::move(proj), int(H),
-                                        nn::KvCache<f16>(target(), B, T, C), nn::Widths<C>{}, 1, few, fuse,
+                                        nn::KvCache<f16>(target(), B, T, C), 1, few, fuse,
                                         nn::CausalSelfAttention<f16>::kResidentKeys, many);
   };
   // And with the layernorm as its own launch before ops::FewRowsQkv.
@@ -535,7 +528,7 @@ TEST_CASE("fp16 steps of 2 to 16 rows: layernorm and product in one launch, QKV 
   // cache write.
   CHECK(launches == std::vector<int>{3, 5, 4});
 
-  CHECK_THROWS_WITH_AS(nn::LmHead<f16>(ctx, ln(45), transposed(wte), wte, nn::Widths<C>{}, 17),
+  CHECK_THROWS_WITH_AS(nn::LmHead<f16>(ctx, ln(45), transposed(wte), wte, 17),
                        "nn::Linear(64 -> 200): few_rows must be 0 to 16 (got 17)", Error);
 }
 
@@ -551,15 +544,11 @@ TEST_CASE("fp16 products of 17 to 64 rows run the many-row kernels, as the prefi
   // prefill products (many_rows 0).
   nn::Tensor<f16> wd = halfTensor({F, C}, 80, 0.1f), bd = halfTensor({C}, 81, 0.1f);
   nn::Tensor<f16> wu = halfTensor({C, F}, 82, 0.2f), bu = halfTensor({F}, 83, 0.1f);
-  nn::Linear<f16, Epilogue::BiasResidual> down(ctx, wd, bd, transposed(wd), {"down", 1, 16, false, 64},
-                                               nn::Widths<F>{});
-  nn::Linear<f16, Epilogue::BiasResidual> down0(ctx, wd, bd, transposed(wd), {"down", 1, 16, false, 0},
-                                                nn::Widths<F>{});
+  nn::Linear<f16, Epilogue::BiasResidual> down(ctx, wd, bd, transposed(wd), {"down", 1, 16, false, 64});
+  nn::Linear<f16, Epilogue::BiasResidual> down0(ctx, wd, bd, transposed(wd), {"down", 1, 16, false, 0});
   auto ln = [&] { return nn::LayerNorm<f16>(ctx, halfTensor({C}, 84), halfTensor({C}, 85, 0.1f)); };
-  nn::NormLinear<f16, Epilogue::BiasGelu> up(ctx, ln(), wu, bu, transposed(wu), {"up", 1, 16, false, 64},
-                                             nn::Widths<C>{});
-  nn::NormLinear<f16, Epilogue::BiasGelu> up0(ctx, ln(), wu, bu, transposed(wu), {"up", 1, 16, false, 0},
-                                              nn::Widths<C>{});
+  nn::NormLinear<f16, Epilogue::BiasGelu> up(ctx, ln(), wu, bu, transposed(wu), {"up", 1, 16, false, 64});
+  nn::NormLinear<f16, Epilogue::BiasGelu> up0(ctx, ln(), wu, bu, transposed(wu), {"up", 1, 16, false, 0});
   ctx.compile();
   CHECK(down.many(17));
   CHECK(down.many(64));
@@ -567,7 +556,7 @@ TEST_CASE("fp16 products of 17 to 64 rows run the many-row kernels, as the prefi
   CHECK_FALSE(down.many(65)); // the prefill products
   CHECK_FALSE(down0.many(17));
   // By default up to 32 rows (kManyRowsDefault).
-  nn::Linear<f16, Epilogue::BiasResidual> down32(ctx, wd, bd, transposed(wd), {"down", 1}, nn::Widths<F>{});
+  nn::Linear<f16, Epilogue::BiasResidual> down32(ctx, wd, bd, transposed(wd), {"down", 1});
   CHECK(down32.many(32));
   CHECK_FALSE(down32.many(33));
   CHECK(up.linear().many(40));
@@ -604,19 +593,47 @@ static_assert(!tuning::feasible<ops::MatmulBias<f32, 128, 128, 64>>(4, 4, 0));
 static_assert(tuning::feasible<ops::MatmulBias<f32, 128, 128, 64>>(8, 3, 0));
 static_assert(!tuning::feasible<ops::MatmulBias<f16, 16, 16, 64>>(8, 2, 0));
 static_assert(!tuning::feasible<ops::MatmulBias<f16, 64, 64, 32>>(4, 2, int(Schedule::WarpSpecialized)));
-static_assert(tuning::size(tuning::product(boost::hana::tuple_t<ops::MatmulBias<f32, 128, 128, 64>,
-                                                                 ops::MatmulBias<f32, 32, 64, 64>>,
-                                           tuning::kWarps, tuning::kStages, tuning::kSchedules)) ==
-              12 + 18);
+
+TEST_CASE("a declared space is tile types times options as data, pruned by feasible") {
+  auto space = tuning::product(boost::hana::tuple_t<ops::MatmulBias<f32, 128, 128, 64>, ops::MatmulBias<f32, 32, 64, 64>>,
+                               tuning::kWarps, tuning::kStages, tuning::kSchedules);
+  CHECK(space.size() == 12 + 18);
+  // Options that no constant lists: 16 warps, 5 stages.
+  auto wide = tuning::product(boost::hana::tuple_t<ops::MatmulBias<f16, 64, 128, 64>>, std::vector<int>{4, 8, 16},
+                              std::vector<int>{2, 5}, std::vector<int>{0});
+  CHECK(wide.size() == 6); // 64x128 tiles on 4 to 16 warps, 2 or 5 stages: all fit
+  auto both = tuning::join(space, wide);
+  CHECK(both.size() == space.size() + wide.size());
+  std::vector<std::string> cpu;
+  both.for_each(Target::cpu(), [&]<class K>(const K &, const CompileOptions &o, const std::string &label) {
+    CHECK(o.num_warps == 1);
+    cpu.push_back(label);
+  });
+  CHECK(cpu.size() == 3); // one plain candidate a kernel on the CPU
+}
 
 // Decode-step kernels declare their own limits: an 8-row kernel of 16
 // columns on one warp would hold 1024 accumulators a thread; the 8-row
 // 4-column kernel GPT-2's MLP uses by default fits on 4 warps.
-static_assert(!tuning::feasible<ops::DecodeLinear<f16, 8, 16, 3072, 256, true, ops::DecodeEpilogue::Bias>>(1, 2, 0));
-static_assert(tuning::feasible<ops::DecodeLinear<f16, 8, 4, 3072, 256, false, ops::DecodeEpilogue::Bias>>(4, 2, 0));
-static_assert(!tuning::feasible<ops::DecodeLinear<f16, 1, 8, 768, 256, true, ops::DecodeEpilogue::Bias>>(4, 3, 0));
 static_assert(!tuning::feasible<ops::AttentionPrefill<f16, 64, 64, 64>>(8, 2, 0));
-static_assert(tuning::size(nn::detail::decodeSpace<nn::detail::DecodeQkvOf<f16, 1, 768>>()) > 4);
+
+TEST_CASE("decode-step kernels state their limits as values, and their spaces are data") {
+  using Bias = ops::Epilogue;
+  CHECK_FALSE((ops::DecodeLinear<f16, 16>{.rows = 8, .k = 3072, .ln = true, .epilogue = Bias::Bias}.feasible(1, 2, 0)));
+  CHECK((ops::DecodeLinear<f16, 4>{.rows = 8, .k = 3072, .epilogue = Bias::Bias}.feasible(4, 2, 0)));
+  CHECK_FALSE((ops::DecodeLinear<f16, 8>{.rows = 1, .k = 768, .ln = true, .epilogue = Bias::Bias}.feasible(4, 3, 0)));
+  // One space for every width and row count: the same three tile types.
+  auto qkv = nn::detail::decodeSpace<ops::DecodeQkv, f16>([](auto &k) { k.rows = 1; k.k = 768; });
+  CHECK(qkv.size() > 4);
+  auto wide = nn::detail::decodeSpace<ops::DecodeQkv, f16>([](auto &k) { k.rows = 8; k.k = 1600; });
+  CHECK(wide.size() < qkv.size()); // eight rows of 1600 inputs fit fewer configurations
+  std::vector<std::string> labels;
+  qkv.for_each(Target::cuda("sm_90a"), [&]<class K>(const K &, const CompileOptions &, const std::string &label) {
+    labels.push_back(label);
+  });
+  REQUIRE(labels.size() == qkv.size());
+  CHECK(labels.front().find("DecodeQkv_f16_4_256_r1_k768/w") == 0);
+}
 
 TEST_CASE("nn::Mlp runs decode steps of 1 and 2 rows as one launch that agrees with the two products") {
   const int64_t C = 64, F = 4 * C;
@@ -630,9 +647,9 @@ TEST_CASE("nn::Mlp runs decode steps of 1 and 2 rows as one launch that agrees w
   nn::Tensor<f16> wout = halfTensor({F, C}, 74, 0.1f), bout = halfTensor({C}, 75, 0.1f);
   auto mlp = [&](int fused) {
     nn::NormLinear<f16, Epilogue::BiasGelu> fc(ctx, nn::LayerNorm<f16>(ctx, lnw, lnb), wfc, bfc, transposed(wfc),
-                                               {"fc", 2}, nn::Widths<C>{});
-    nn::Linear<f16, Epilogue::BiasResidual> out(ctx, wout, bout, transposed(wout), {"mlp_proj", 2}, nn::Widths<F>{});
-    return nn::Mlp<f16>(ctx, std::move(fc), std::move(out), fused, nn::Widths<C>{});
+                                               {"fc", 2});
+    nn::Linear<f16, Epilogue::BiasResidual> out(ctx, wout, bout, transposed(wout), {"mlp_proj", 2});
+    return nn::Mlp<f16>(ctx, std::move(fc), std::move(out), fused);
   };
   nn::Mlp<f16> fused = mlp(2), one = mlp(1), apart = mlp(0);
   ctx.compile();
@@ -675,7 +692,7 @@ TEST_CASE("nn::Mlp refuses a fused decode MLP it cannot build") {
   nn::Tensor<f16> w1t(target(), {F, C}, nn::transpose(w1.to_host(), C, F));
   auto fc = [&](nn::Tensor<f16> wt) {
     return nn::NormLinear<f16, Epilogue::BiasGelu>(ctx, nn::LayerNorm<f16>(ctx, halfTensor({C}, 5), halfTensor({C}, 6)),
-                                                   w1, b1, wt, {"fc", wt.empty() ? 0 : 1}, nn::Widths<C>{});
+                                                   w1, b1, wt, {"fc", wt.empty() ? 0 : 1});
   };
   auto proj = [&] { return nn::Linear<f16, Epilogue::BiasResidual>(ctx, w2, b2, {}, {"mlp_proj", 0}); };
   auto message = [&](auto make) {
@@ -686,20 +703,17 @@ TEST_CASE("nn::Mlp refuses a fused decode MLP it cannot build") {
     }
     return std::string("no error");
   };
-  CHECK(message([&] { nn::Mlp<f16>(ctx, fc(w1t), proj(), 3, nn::Widths<C>{}); }).find("fused decode steps of 1 or 2 rows, not 3") !=
+  CHECK(message([&] { nn::Mlp<f16>(ctx, fc(w1t), proj(), 3); }).find("fused decode steps of 1 or 2 rows, not 3") !=
         std::string::npos);
-  CHECK(message([&] { nn::Mlp<f16>(ctx, fc({}), proj(), 1, nn::Widths<C>{}); }).find("needs the first product's [N, K] weight copy") !=
-        std::string::npos);
-  CHECK(message([&] { nn::Mlp<f16>(ctx, fc(w1t), proj(), 1, nn::Widths<128>{}); }).find("decode kernels for 64 features were not built") !=
+  CHECK(message([&] { nn::Mlp<f16>(ctx, fc({}), proj(), 1); }).find("needs the first product's [N, K] weight copy") !=
         std::string::npos);
   nn::Tensor<f32> v1 = tensor({C, F}, 7), v2 = tensor({F, C}, 8);
   nn::Tensor<f32> v1t(target(), {F, C}, nn::transpose(v1.to_host(), C, F));
   CHECK(message([&] {
           nn::Mlp<f32>(ctx,
                        nn::NormLinear<f32, Epilogue::BiasGelu>(ctx, nn::LayerNorm<f32>(ctx, tensor({C}, 9), tensor({C}, 10)), v1,
-                                                               tensor({F}, 11), v1t, {"fc", 1}, nn::Widths<C>{}),
-                       nn::Linear<f32, Epilogue::BiasResidual>(ctx, v2, tensor({C}, 12), {}, {"mlp_proj", 0}), 1,
-                       nn::Widths<C>{});
+                                                               tensor({F}, 11), v1t, {"fc", 1}),
+                       nn::Linear<f32, Epilogue::BiasResidual>(ctx, v2, tensor({C}, 12), {}, {"mlp_proj", 0}), 1);
         }).find("the fused decode MLP takes 16-bit types") != std::string::npos);
 }
 
@@ -712,9 +726,8 @@ TEST_CASE("decode-step kernels tune over their declared space and agree with the
   nn::Tensor<f32> lnw = tensor({K}, 7), lnb = tensor({K}, 8), w = tensor({K, N}, 9, 0.1f),
                   b = tensor({N}, 10);
   nn::Tensor<f32> wt(target(), {N, K}, nn::transpose(w.to_host(), K, N));
-  nn::Linear<f32, Epilogue::Bias> linear(ctx, w, b, wt, {"lin"}, nn::Widths<K>{});
-  nn::NormLinear<f32, Epilogue::Bias> normed(ctx, nn::LayerNorm<f32>(ctx, lnw, lnb), w, b, wt, {"nl"},
-                                            nn::Widths<K>{});
+  nn::Linear<f32, Epilogue::Bias> linear(ctx, w, b, wt, {"lin"});
+  nn::NormLinear<f32, Epilogue::Bias> normed(ctx, nn::LayerNorm<f32>(ctx, lnw, lnb), w, b, wt, {"nl"});
   ctx.compile();
   // The decode kernels' ladder: 1 row, 2, 3 (the 4-row kernel), 6 (8).
   for (int64_t M : {1, 2, 3, 6}) {
@@ -727,8 +740,8 @@ TEST_CASE("decode-step kernels tune over their declared space and agree with the
     REQUIRE(linear.decode_tuned(M) != nullptr);
     REQUIRE(normed.decode_tuned(M) != nullptr);
     CHECK(linear.decode_tuned(M)->label().find("DecodeLinear") == 0);
-    CHECK(linear.decode_tuned(M)->label().find("DecodeLinear_f32_" + std::to_string(R) + "_") == 0);
-    CHECK(normed.decode_tuned(M)->label().find("DecodeLinear_f32_" + std::to_string(R) + "_") == 0);
+    CHECK(linear.decode_tuned(M)->label().find("_r" + std::to_string(R) + "_k64_bias/") != std::string::npos);
+    CHECK(normed.decode_tuned(M)->label().find("_r" + std::to_string(R) + "_k64_ln_bias/") != std::string::npos);
     nn::Tensor<f32> x = tensor({M, K}, 11, 3.0f), out(target(), {M, N}), tmp(target(), {M, K});
     int before = ctx.launches();
     linear(ctx, x, out);

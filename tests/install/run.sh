@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs the kiln build in BUILD_DIR into a temporary prefix, then
-# configures, builds and runs the consumer project (tests/install/consumer)
-# against it, as a user's project would use an installed kiln.
+# configures, builds and runs the consumer project's two programs
+# (tests/install/consumer) against it, as a user's project would use an
+# installed kiln; the second runs only when the first passed.
 #
 #   run.sh BUILD_DIR CONSUMER_SOURCE_DIR GENERATOR C_COMPILER CXX_COMPILER [FLAGS]
 #
@@ -20,3 +21,4 @@ cmake -S "$consumer" -B "$tmp/build" -G "$generator" -DCMAKE_BUILD_TYPE=Release 
   -DCMAKE_C_FLAGS="$flags" -DCMAKE_CXX_FLAGS="$flags" -DCMAKE_EXE_LINKER_FLAGS="$flags"
 cmake --build "$tmp/build"
 "$tmp/build/kiln_consumer"
+"$tmp/build/kiln_consumer_blocks"

@@ -1055,7 +1055,8 @@ TEST_CASE_TEMPLATE("decode linear: layernorm, product, bias and gelu in one kern
   // K = 200 is not a whole number of 64-chunks, N = 70 not of 8-column
   // blocks, and M = 3 of BM = 4 rows: row 3 must stay untouched.
   constexpr int K = 200;
-  auto k = compile<ops::DecodeLinear<D, 4, 8, K, 64, true, ops::DecodeEpilogue::BiasGelu>>(kCpu);
+  using Kernel = ops::DecodeLinear<D, 8, 64>;
+  auto k = compile(kCpu, {}, Kernel{.rows = 4, .k = K, .ln = true, .epilogue = ops::Epilogue::BiasGelu});
   const int M = 3, N = 70;
   auto x = test::random_vector<T>(std::size_t(4) * K, 21, -2, 3);
   auto g = test::random_vector<T>(K, 22), beta = test::random_vector<T>(K, 23);
@@ -1085,7 +1086,8 @@ TEST_CASE_TEMPLATE("decode linear: layernorm, product, bias and gelu in one kern
 TEST_CASE_TEMPLATE("decode linear: product, bias and residual in place", T, float, half) {
   using D = std::conditional_t<std::is_same_v<T, float>, f32, f16>;
   constexpr int K = 256;
-  auto k = compile<ops::DecodeLinear<D, 2, 4, K, 128, false, ops::DecodeEpilogue::BiasResidual>>(kCpu);
+  using Kernel = ops::DecodeLinear<D, 4, 128>;
+  auto k = compile(kCpu, {}, Kernel{.rows = 2, .k = K, .epilogue = ops::Epilogue::BiasResidual});
   const int M = 2, N = 36;
   auto a = test::random_vector<T>(std::size_t(M) * K, 31);
   auto b = test::random_vector<T>(std::size_t(K) * N, 32);
@@ -1108,7 +1110,7 @@ TEST_CASE_TEMPLATE("decode linear: product, bias and residual in place", T, floa
 
 TEST_CASE("decode QKV: layernorm, product and bias, with k and v written to the caches") {
   constexpr int K = 64;
-  auto k = compile<ops::DecodeQkv<f32, 2, 8, K, 64>>(kCpu);
+  auto k = compile(kCpu, {}, ops::DecodeQkv<f32, 8, 64>{.rows = 2, .k = K});
   const int M = 2, C = 24, N = 3 * C, Tmax = 5;
   auto x = test::random_vector<float>(std::size_t(M) * K, 41);
   auto g = test::random_vector<float>(K, 42), beta = test::random_vector<float>(K, 43);
@@ -1227,7 +1229,7 @@ TEST_CASE_TEMPLATE("decode MLP: layernorm, up, gelu, down, bias and residual in 
   // rows: row 3 must stay untouched. In place (out = x), twice: the
   // accumulator and the counter are zero again after a launch.
   constexpr int C = 128, BH = 16;
-  auto k = compile<ops::DecodeMlp<D, 4, BH, C, 64>>(kCpu);
+  auto k = compile(kCpu, {}, ops::DecodeMlp<D, BH, 64>{.rows = 4, .c = C});
   const int M = 3, H = 200;
   auto x0 = test::random_vector<T>(std::size_t(4) * C, 51, -2, 3);
   auto g = test::random_vector<T>(C, 52), beta = test::random_vector<T>(C, 53);

@@ -54,11 +54,13 @@ int spill_stores(const std::string &ptx, const std::string &name) {
   return std::stoi(out.substr(begin + 1, at - begin - 1));
 }
 
+/// Compiles `kernel` (an object: its configuration is data) for sm_80 and
+/// sm_90a, checks the PTX with ptxas, and returns the sm_90a PTX.
 template <class K>
-std::string check_kernel(const char *must_contain = nullptr, CompileOptions options = {}) {
+std::string check_object(const K &kernel, const char *must_contain = nullptr, CompileOptions options = {}) {
   std::string last;
   for (const char *arch : {"sm_80", "sm_90a"}) {
-    auto k = compile<K>(Target::cuda(arch), options);
+    auto k = compile<K>(Target::cuda(arch), options, kernel);
     const std::string &ptx = k.ir(Stage::Ptx);
     CAPTURE(arch);
     CAPTURE(k.name());
@@ -72,6 +74,11 @@ std::string check_kernel(const char *must_contain = nullptr, CompileOptions opti
     last = ptx;
   }
   return last;
+}
+
+template <class K>
+std::string check_kernel(const char *must_contain = nullptr, CompileOptions options = {}) {
+  return check_object(K{}, must_contain, options);
 }
 
 /// The group counts of every cp.async.wait_group in `ptx`, in order.
@@ -277,18 +284,18 @@ TEST_CASE("GPT-2 kernels") {
 }
 
 TEST_CASE("decode linear layers stream their weights with 16-byte loads") {
-  using ops::DecodeEpilogue;
+  using ops::Epilogue;
   // GPT-2 124M shapes: batch 1 and up to 8 rows; the final layernorm and
   // the tied head in one kernel.
-  check_kernel<ops::DecodeQkv<f16, 1, 8, 768, 256>>("ld.global.v4");
-  check_kernel<ops::DecodeLinear<f16, 1, 8, 768, 256, true, DecodeEpilogue::BiasGelu>>("ld.global.v4");
-  check_kernel<ops::DecodeLinear<f16, 1, 4, 3072, 256, false, DecodeEpilogue::BiasResidual>>("ld.global.v4");
-  check_kernel<ops::DecodeLinear<bf16, 8, 4, 768, 256, true, DecodeEpilogue::None>>("ld.global.v4");
-  check_kernel<ops::DecodeLinear<f16, 8, 4, 3072, 256, false, DecodeEpilogue::BiasResidual>>("ld.global.v4");
+  check_object(ops::DecodeQkv<f16, 8, 256>{.rows = 1, .k = 768}, "ld.global.v4");
+  check_object(ops::DecodeLinear<f16, 8, 256>{.rows = 1, .k = 768, .ln = true, .epilogue = Epilogue::BiasGelu}, "ld.global.v4");
+  check_object(ops::DecodeLinear<f16, 4, 256>{.rows = 1, .k = 3072, .epilogue = Epilogue::BiasResidual}, "ld.global.v4");
+  check_object(ops::DecodeLinear<bf16, 4, 256>{.rows = 8, .k = 768, .ln = true, .epilogue = Epilogue::None}, "ld.global.v4");
+  check_object(ops::DecodeLinear<f16, 4, 256>{.rows = 8, .k = 3072, .epilogue = Epilogue::BiasResidual}, "ld.global.v4");
 }
 
 TEST_CASE("decode layernorm products reduce once; the QKV product reads the positions before it waits") {
-  using ops::DecodeEpilogue;
+  using ops::Epilogue;
   auto count = [](const std::string &ptx, const std::string &what) {
     int n = 0;
     for (auto at = ptx.find(what); at != std::string::npos; at = ptx.find(what, at + 1))
@@ -299,11 +306,11 @@ TEST_CASE("decode layernorm products reduce once; the QKV product reads the posi
   // and the sums over w g and w b share one exchange between the warps (a
   // barrier after the partials are stored, one after they are read back),
   // where normalising first took two.
-  auto qkv = check_kernel<ops::DecodeQkv<f16, 1, 8, 768, 256>>();
+  auto qkv = check_object(ops::DecodeQkv<f16, 8, 256>{.rows = 1, .k = 768});
   for (const std::string &ptx :
-       {qkv, check_kernel<ops::DecodeLinear<f16, 1, 8, 768, 256, true, DecodeEpilogue::BiasGelu>>(),
-        check_kernel<ops::DecodeQkv<f16, 8, 4, 768, 256>>(),
-        check_kernel<ops::DecodeLinear<bf16, 2, 4, 1024, 256, true, DecodeEpilogue::None>>()})
+       {qkv, check_object(ops::DecodeLinear<f16, 8, 256>{.rows = 1, .k = 768, .ln = true, .epilogue = Epilogue::BiasGelu}),
+        check_object(ops::DecodeQkv<f16, 4, 256>{.rows = 8, .k = 768}),
+        check_object(ops::DecodeLinear<bf16, 4, 256>{.rows = 2, .k = 1024, .ln = true, .epilogue = Epilogue::None})})
     CHECK(count(ptx, "bar.sync") == 2);
   // The position (a 32-bit scalar the previous step wrote) is loaded before
   // griddepcontrol.wait; the activations (16-byte loads) after it.
@@ -316,14 +323,14 @@ TEST_CASE("decode layernorm products reduce once; the QKV product reads the posi
 }
 
 TEST_CASE("decode and few-row products bring a later kernel's weights into L2 before they wait") {
-  using ops::DecodeEpilogue;
+  using ops::Epilogue;
   // prefetch_share: predicated L2 prefetches, issued after the program's own
   // weight loads and before griddepcontrol.wait, so they overlap the
   // previous kernel's tail like the weight loads do.
   for (const std::string &ptx :
-       {check_kernel<ops::DecodeLinear<f16, 1, 4, 3072, 256, false, DecodeEpilogue::BiasResidual>>(
+       {check_object(ops::DecodeLinear<f16, 4, 256>{.rows = 1, .k = 3072, .epilogue = Epilogue::BiasResidual},
             "prefetch.global.L2"),
-        check_kernel<ops::DecodeQkv<f16, 1, 8, 768, 256>>("prefetch.global.L2"),
+        check_object(ops::DecodeQkv<f16, 8, 256>{.rows = 1, .k = 768}, "prefetch.global.L2"),
         check_kernel<ops::FewRowsLinear<f16, 16, 32, 256, 3, ops::Epilogue::BiasResidual>>("prefetch.global.L2"),
         check_kernel<ops::FewRowsQkv<f16, 16, 32, 256, 3, false>>("prefetch.global.L2")}) {
     auto prefetch = ptx.find("prefetch.global.L2"), wait = ptx.find("griddepcontrol.wait");
@@ -335,14 +342,14 @@ TEST_CASE("decode and few-row products bring a later kernel's weights into L2 be
 }
 
 TEST_CASE("decode products contract into fma and stay within the register file") {
-  using ops::DecodeEpilogue;
-  auto one = check_kernel<ops::DecodeLinear<f16, 1, 4, 3072, 256, false, DecodeEpilogue::BiasResidual>>(
+  using ops::Epilogue;
+  auto one = check_object(ops::DecodeLinear<f16, 4, 256>{.rows = 1, .k = 3072, .epilogue = Epilogue::BiasResidual},
       "fma.rn.f32");
   CHECK(spill_stores(one, "decode_mlp1") == 0);
   // Eight rows of twelve chunks: 96 activation loads. With a branch to an
   // element-load path after each, ptxas fell to 32 registers and 14 KB of
   // spills per thread; past the first 48 groups the slow path is in line.
-  auto eight = check_kernel<ops::DecodeLinear<f16, 8, 4, 3072, 256, false, DecodeEpilogue::BiasResidual>>();
+  auto eight = check_object(ops::DecodeLinear<f16, 4, 256>{.rows = 8, .k = 3072, .epilogue = Epilogue::BiasResidual});
   int spills = spill_stores(eight, "decode_mlp8");
   MESSAGE("8-row MLP-down product: " << spills << " bytes of spill stores");
   CHECK(spills >= 0);
@@ -354,24 +361,25 @@ TEST_CASE("untuned one-row layernorm products of every GPT-2 width stay within t
   // elsewhere; at 8, GPT-2 1.5B's 1600-wide products spilled 276 bytes a
   // thread. Each pick for the MLP's up product and QKV, f16 at 124M to 1.5B
   // and f32 at 124M, is compiled for sm_90a and must not spill.
-  using ops::DecodeEpilogue;
-  static_assert(ops::decode_columns<f16, 1, 768, 256, true, 8>() == 8, "GPT-2 124M keeps 8 columns");
-  static_assert(ops::decode_columns<f16, 1, 1600, 256, true, 8>() == 4, "GPT-2 1.5B takes 4");
-  static_assert(ops::decode_columns<f16, 2, 1600, 256, true, 4>() == 4, "never fewer than 4");
-  auto check = [&]<class D, int K>() {
-    constexpr int BN = ops::decode_columns<D, 1, K, 256, true, 8>();
+  using ops::Epilogue;
+  static_assert(ops::decode_columns<f16>(1, 768, 256, true, 8) == 8, "GPT-2 124M keeps 8 columns");
+  static_assert(ops::decode_columns<f16>(1, 1600, 256, true, 8) == 4, "GPT-2 1.5B takes 4");
+  static_assert(ops::decode_columns<f16>(2, 1600, 256, true, 4) == 4, "never fewer than 4");
+  auto check = [&]<class D>(int K) {
+    int columns = ops::decode_columns<D>(1, K, 256, true, 8);
     CAPTURE(K);
-    CAPTURE(BN);
-    auto up = compile<ops::DecodeLinear<D, 1, BN, K, 256, true, DecodeEpilogue::BiasGelu>>(Target::cuda("sm_90a"));
-    CHECK(spill_stores(up.ir(Stage::Ptx), up.name()) == 0);
-    auto qkv = compile<ops::DecodeQkv<D, 1, BN, K, 256>>(Target::cuda("sm_90a"));
-    CHECK(spill_stores(qkv.ir(Stage::Ptx), qkv.name()) == 0);
+    CAPTURE(columns);
+    ops::with_decode_columns(columns, [&]<int BN>() {
+      auto up = compile(Target::cuda("sm_90a"), {},
+                        ops::DecodeLinear<D, BN>{.rows = 1, .k = K, .ln = true, .epilogue = Epilogue::BiasGelu});
+      CHECK(spill_stores(up.ir(Stage::Ptx), up.name()) == 0);
+      auto qkv = compile(Target::cuda("sm_90a"), {}, ops::DecodeQkv<D, BN>{.rows = 1, .k = K});
+      CHECK(spill_stores(qkv.ir(Stage::Ptx), qkv.name()) == 0);
+    });
   };
-  check.template operator()<f16, 768>();
-  check.template operator()<f16, 1024>();
-  check.template operator()<f16, 1280>();
-  check.template operator()<f16, 1600>();
-  check.template operator()<f32, 768>();
+  for (int K : {768, 1024, 1280, 1600})
+    check.template operator()<f16>(K);
+  check.template operator()<f32>(768);
 }
 
 TEST_CASE("prefill attention keeps its softmax statistics in registers") {

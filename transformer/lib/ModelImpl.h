@@ -109,43 +109,39 @@ template <class D> struct ModelImpl final : Model::Impl {
   }
 
   /// One transformer block from its host parameters (hostLayer's order),
-  /// with decode-step kernels for embedding width CW (0: none).
-  template <int CW>
-  using Widths = std::conditional_t<CW == 0, nn::Widths<>, nn::Widths<CW>>;
-
-  template <int CW> nn::TransformerBlock<D> makeLayer(const std::vector<std::vector<H>> &p, int B) {
-    using W1 = Widths<CW>;      // the decode kernels' input widths: C
-    using W4 = Widths<4 * CW>;  // and 4C
+  /// with decode-step kernels when `decode` (p then holds the [N, K] copies).
+  nn::TransformerBlock<D> makeLayer(const std::vector<std::vector<H>> &p, int B, bool decode) {
     int64_t C = cfg.n_embd;
     // The decode-step kernels' ladder up to decode_kernel_rows rows, and
     // no further than the count that covers max_batch sequences.
     int rows = std::min(opts.decode_kernel_rows, nn::detail::decodeRowsHolding(B));
     int few = opts.few_row_products, many = opts.many_row_products;
-    auto decodeCopy = [&](std::size_t i, nn::Shape s) { return CW ? upload(p.at(i), s) : Tensor<D>{}; };
+    auto decodeCopy = [&](std::size_t i, nn::Shape s) { return decode ? upload(p.at(i), s) : Tensor<D>{}; };
     nn::LayerNorm<D> ln1(ctx, upload(p[0], {C}), upload(p[1], {C}));
     nn::Linear<D, Epilogue::BiasResidual> attnProj(ctx, upload(p[4], {C, C}), upload(p[5], {C}),
-                                                   decodeCopy(13, {C, C}), {"attn_proj", rows, few, false, many}, W1{});
+                                                   decodeCopy(13, {C, C}), {"attn_proj", rows, few, false, many});
     nn::CausalSelfAttention<D> attn(ctx, std::move(ln1), upload(p[2], {C, 3 * C}),
                                     upload(p[3], {3 * C}), decodeCopy(12, {3 * C, C}),
                                     std::move(attnProj), cfg.n_head,
-                                    nn::KvCache<D>(target, B, Tmax, C), W1{}, rows, few, opts.few_row_fusion,
+                                    nn::KvCache<D>(target, B, Tmax, C), rows, few, opts.few_row_fusion,
                                     opts.resident_attention_keys, many);
     nn::LayerNorm<D> ln2(ctx, upload(p[6], {C}), upload(p[7], {C}));
     nn::NormLinear<D, Epilogue::BiasGelu> fc(ctx, std::move(ln2), upload(p[8], {C, 4 * C}),
                                              upload(p[9], {4 * C}), decodeCopy(14, {4 * C, C}),
-                                             {"fc_gelu", rows, few, opts.few_row_fusion, many}, W1{});
+                                             {"fc_gelu", rows, few, opts.few_row_fusion, many});
     nn::Linear<D, Epilogue::BiasResidual> mlpProj(ctx, upload(p[10], {4 * C, C}),
                                                   upload(p[11], {C}), decodeCopy(15, {C, 4 * C}),
-                                                  {"mlp_proj", rows, few, false, many}, W4{});
+                                                  {"mlp_proj", rows, few, false, many});
     // The fused decode MLP for 16-bit types, where there are decode kernels.
-    int fused = CW && !std::is_same_v<D, kiln::f32> ? std::min(opts.fused_mlp_rows, rows) : 0;
-    return nn::TransformerBlock<D>(std::move(attn),
-                                   nn::Mlp<D>(ctx, std::move(fc), std::move(mlpProj), fused, W1{}));
+    int fused = decode && !std::is_same_v<D, kiln::f32> ? std::min(opts.fused_mlp_rows, rows) : 0;
+    return nn::TransformerBlock<D>(std::move(attn), nn::Mlp<D>(ctx, std::move(fc), std::move(mlpProj), fused));
   }
 
-  /// Embedding widths whose layers get decode-step kernels (and hence the
-  /// [N, K] copies of their matrices): GPT-2's four sizes, and 64 for tests.
-  using DecodeWidths = std::integer_sequence<int, 64, 768, 1024, 1280, 1600>;
+  /// Whether layers of embedding width C get decode-step kernels (and hence
+  /// the [N, K] copies of their matrices): widths of whole 64-element
+  /// groups, as GPT-2's four sizes (768, 1024, 1280, 1600) and the tests'
+  /// 64. The kernels take the width as a value, not as a type.
+  static bool decodeWidth(int64_t C) { return C % 64 == 0; }
 
   ModelImpl(const Weights &w, const Target &t, Precision p, ModelOptions o)
       : Impl(w.config, t, p, o), ctx(t) {
@@ -164,15 +160,13 @@ template <class D> struct ModelImpl final : Model::Impl {
     if (o.many_row_products < 0 || o.many_row_products > nn::kManyRows)
       throw Error("gpt2: many_row_products must be 0 to " + std::to_string(nn::kManyRows) + " (got " +
                   std::to_string(o.many_row_products) + ")");
-    int64_t C = cfg.n_embd;
-    if (!nn::detail::withWidth(C, [&]<int CW>() { build<CW>(w); }, DecodeWidths{}))
-      build<0>(w);
+    build(w);
   }
 
-  template <int CW> void build(const Weights &w) {
+  void build(const Weights &w) {
     auto started = std::chrono::steady_clock::now();
     int64_t C = cfg.n_embd, V = cfg.vocab_size, B = std::max(1, opts.max_batch);
-    constexpr bool decodeCopies = CW != 0;
+    const bool decodeCopies = decodeWidth(C);
     requireMemory(int(B), decodeCopies);
     // Host-side conversion (and transposition) of a few layers ahead runs
     // in parallel with the uploads of the current one.
@@ -180,7 +174,7 @@ template <class D> struct ModelImpl final : Model::Impl {
     std::vector<std::future<std::vector<std::vector<H>>>> ahead;
     auto schedule = [&](std::size_t i) {
       if (i < w.layers.size())
-        ahead.push_back(std::async(std::launch::async, [&w, i] {
+        ahead.push_back(std::async(std::launch::async, [&w, i, decodeCopies] {
           return hostLayer(w.layers[i], decodeCopies);
         }));
     };
@@ -190,11 +184,11 @@ template <class D> struct ModelImpl final : Model::Impl {
     embedding.emplace(ctx, wte, upload(hostCopy(w.wpe), {cfg.n_ctx, C}));
     for (std::size_t i = 0; i < w.layers.size(); ++i) {
       schedule(i + kAhead);
-      layers.push_back(makeLayer<CW>(ahead[i].get(), int(B)));
+      layers.push_back(makeLayer(ahead[i].get(), int(B), decodeCopies));
     }
     nn::LayerNorm<D> lnf(ctx, upload(hostCopy(w.ln_f_w), {C}), upload(hostCopy(w.ln_f_b), {C}));
     lmHead.emplace(ctx, std::move(lnf), upload(hostCopy(w.wte, /*transposed=*/true), {C, V}),
-                   decodeCopies ? wte : Tensor<D>{}, Widths<CW>{}, opts.few_row_products,
+                   decodeCopies ? wte : Tensor<D>{}, opts.few_row_products,
                    opts.few_row_fusion);
     if (opts.prefetch_weights)
       for (std::size_t i = 0; i < layers.size(); ++i)

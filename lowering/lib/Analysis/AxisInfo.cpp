@@ -3,6 +3,9 @@
 
 #include "../Layouts/LayoutUtils.h"
 
+#include "kiln/Dialect/KilnDialect.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/IR/Matchers.h"
 
 using namespace mlir;

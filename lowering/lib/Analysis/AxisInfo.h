@@ -2,9 +2,11 @@
 #ifndef KILN_LOWERING_ANALYSIS_AXISINFO_H
 #define KILN_LOWERING_ANALYSIS_AXISINFO_H
 
-#include "kiln/Lowering/Passes.h"
-
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/BuiltinTypes.h"
+#include "mlir/IR/Value.h"
+#include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/DenseSet.h"
 
 #include <optional>
 

@@ -5,8 +5,13 @@
 // in place from a pipelining ring, or converted there).
 //
 //===----------------------------------------------------------------------===//
+#include "kiln/Lowering/Passes.h"
+
 #include "LayoutUtils.h"
 
+#include "kiln/Dialect/KilnDialect.h"
+
+#include "mlir/IR/BuiltinOps.h"
 #include "llvm/ADT/MapVector.h"
 
 namespace kiln {

@@ -10,9 +10,17 @@
 // to 8. Later passes replace the layout where tensor cores want another.
 //
 //===----------------------------------------------------------------------===//
+#include "kiln/Lowering/Passes.h"
+
 #include "LayoutUtils.h"
 
 #include "../Analysis/AxisInfo.h"
+
+#include "kiln/Dialect/KilnDialect.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/BuiltinOps.h"
 
 namespace kiln {
 #define GEN_PASS_DEF_KILNCOALESCE

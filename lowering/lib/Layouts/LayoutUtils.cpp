@@ -1,6 +1,10 @@
 //===- LayoutUtils.cpp - what the layout passes share ----------------------===//
 #include "LayoutUtils.h"
 
+#include "kiln/Dialect/KilnDialect.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/IR/Matchers.h"
 
 using namespace mlir;

@@ -2,9 +2,9 @@
 #ifndef KILN_LOWERING_LAYOUTS_LAYOUTUTILS_H
 #define KILN_LOWERING_LAYOUTS_LAYOUTUTILS_H
 
-#include "kiln/Lowering/Passes.h"
-
-#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/BuiltinTypes.h"
 
 namespace kiln::layouts {
 

@@ -7,9 +7,18 @@
 // hands.
 //
 //===----------------------------------------------------------------------===//
+#include "kiln/Lowering/Passes.h"
+
 #include "LayoutUtils.h"
 
+#include "kiln/Dialect/KilnDialect.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/IRMapping.h"
+#include "mlir/IR/PatternMatch.h"
 #include "mlir/Transforms/GreedyPatternRewriteDriver.h"
 
 namespace kiln {

@@ -1,19 +1,24 @@
-//===- space.hpp - tuning spaces declared and pruned at compile time -------===//
+//===- space.hpp - tuning spaces as data ------------------------------------===//
 //
 //   namespace hana = boost::hana;
-//   constexpr auto space = tuning::product(
+//   auto space = tuning::product(
 //       hana::tuple_t<ops::MatmulBias<f16, 64, 128, 64>, ops::MatmulBias<f16, 32, 64, 64>>,
 //       tuning::kWarps, tuning::kStages, tuning::kSchedules);
 //   Tuned t = tuning::autotune(space, target, "qkv 256x768x2304", launch);
 //
-// A space is the Cartesian product of kernel types (their tile sizes are
-// template parameters) and compile options (warps, pipeline stages,
-// schedule) as integral constants, filtered by `feasible`, a constexpr
-// predicate: a candidate whose pipeline does not fit in shared memory, or
-// that asks for a producer warp without the 64-column K panels TMA copies
-// need, is never instantiated, compiled or timed. Kernels other than tiled
-// products (decode-step GEMVs, attention, row-wise kernels) declare their
-// own limits as `static constexpr bool feasible(warps, stages, schedule)`.
+// A space is a list of candidates: kernel objects of a small, declared set
+// of tile types (Candidates<Ks...>) with the compile options to time them
+// with (warps, pipeline stages, schedule). The tile types are the only part
+// compiled into the host program, once each; a kernel's other configuration
+// (rows, widths, epilogues: fields of the kernel object) and the options
+// are values the tuner iterates at run time, so a space can name
+// configurations that no type lists. `product` builds the Cartesian
+// product of types and options filtered by `feasible`: a candidate whose
+// pipeline does not fit in shared memory, or that asks for a producer warp
+// without the 64-column K panels TMA copies need, is never compiled or
+// timed. Kernels other than tiled products (decode-step GEMVs, attention,
+// row-wise kernels) declare their own limits as `feasible(warps, stages,
+// schedule)`, static or, where it depends on the configuration, a member.
 // The same declarations serve kiln_bench and the blocks of kiln::nn.
 //
 //===----------------------------------------------------------------------===//
@@ -24,9 +29,12 @@
 #include <boost/hana.hpp>
 
 #include <algorithm>
+#include <iterator>
 #include <concepts>
 #include <string>
+#include <tuple>
 #include <type_traits>
+#include <utility>
 #include <vector>
 
 namespace kiln::tuning {
@@ -80,67 +88,151 @@ inline constexpr auto kRowWarps = hana::tuple_c<int, 1, 2, 4, 8>;
 inline constexpr auto kNoStages = hana::tuple_c<int, 2>;
 inline constexpr auto kPlainOnly = hana::tuple_c<int, int(Schedule::Plain)>;
 
-/// Every feasible (kernel type, warps, stages, schedule) of the product, as
-/// a hana tuple of tuples (type, int, int, int), pruned at compile time.
-/// Kernels is a hana tuple of types (hana::tuple_t<...>).
-template <class Kernels, class Warps, class Stages, class Schedules>
-constexpr auto product(Kernels kernels, Warps warps, Stages stages, Schedules schedules) {
-  auto all = hana::cartesian_product(hana::make_tuple(kernels, warps, stages, schedules));
-  return hana::filter(all, [](auto c) {
-    using K = typename decltype(+hana::at_c<0>(c))::type;
-    constexpr int w = decltype(+hana::at_c<1>(c))::value;
-    constexpr int s = decltype(+hana::at_c<2>(c))::value;
-    constexpr int sch = decltype(+hana::at_c<3>(c))::value;
-    return hana::bool_c<feasible<K>(w, s, sch)>;
-  });
+/// The label of a candidate: the kernel's name and its options.
+inline std::string candidate_label(const std::string &name, const CompileOptions &options) {
+  Schedule sch = options.persistent ? Schedule::Persistent
+                 : options.warp_specialize ? Schedule::WarpSpecialized
+                                           : Schedule::Plain;
+  return name + "/w" + std::to_string(options.num_warps) + "/s" + std::to_string(options.num_stages) +
+         schedule_suffix(sch);
 }
 
-/// Number of candidates in a space (a compile-time constant).
-template <class Space> constexpr std::size_t size(Space s) { return decltype(hana::length(s))::value; }
+/// A tuning space as data: kernel objects of the tile types Ks... (their
+/// fields hold the configuration values: rows, widths, epilogues, ...), each
+/// with the compile options to time it with. Only the tile types are
+/// compiled into the host program; everything else is a value the tuner
+/// iterates at run time.
+///
+///   tuning::Candidates<ops::DecodeLinear<f16, 4>, ops::DecodeLinear<f16, 8>> space;
+///   space.add_feasible(ops::DecodeLinear<f16, 8>{.rows = 1, .k = 768}, {1, 2, 4, 8});
+template <class... Ks> class Candidates {
+public:
+  /// Adds `kernel` with `options`.
+  template <class K> Candidates &add(const K &kernel, const CompileOptions &options) {
+    std::get<std::vector<std::pair<K, CompileOptions>>>(lists_).emplace_back(kernel, options);
+    return *this;
+  }
+  /// Adds `kernel` with each warp count of `warps` that its
+  /// `feasible(warps, stages, schedule)` allows (the plain schedule, 2
+  /// stages).
+  template <class K> Candidates &add_feasible(const K &kernel, std::initializer_list<int> warps) {
+    for (int w : warps)
+      if (kernel.feasible(w, 2, int(Schedule::Plain))) {
+        CompileOptions options;
+        options.num_warps = w;
+        add(kernel, options);
+      }
+    return *this;
+  }
+  std::size_t size() const {
+    return std::apply([](const auto &...l) { return (std::size_t(0) + ... + l.size()); }, lists_);
+  }
+  bool empty() const { return size() == 0; }
 
-/// Calls `f.template operator()<K>(options, label)` for every candidate of
-/// `space` that runs on `target`: producer-warp schedules need sm_90a, and
-/// on the CPU only the first plain candidate of each kernel type remains,
-/// labelled /w1 (warps, stages and schedules mean nothing there).
-template <class Space, class F> void for_each_candidate(Space space, const Target &target, F &&f) {
-  bool hopper = target.kind == Target::Kind::Cuda && target.arch == "sm_90a";
-  bool cpu = target.kind == Target::Kind::Cpu;
-  std::vector<std::string> seen; // on the CPU: kernel types given a candidate
-  hana::for_each(space, [&](auto c) {
-    using K = typename decltype(+hana::at_c<0>(c))::type;
-    constexpr int w = decltype(+hana::at_c<1>(c))::value;
-    constexpr int s = decltype(+hana::at_c<2>(c))::value;
-    constexpr auto sch = Schedule(decltype(+hana::at_c<3>(c))::value);
-    if (sch != Schedule::Plain && !hopper)
-      return;
-    std::string name = detail::kernel_name_from_type(typeid(K).name());
-    if (cpu) {
-      if (sch != Schedule::Plain || std::find(seen.begin(), seen.end(), name) != seen.end())
-        return;
-      seen.push_back(name);
-    }
-    CompileOptions options;
-    options.num_warps = cpu ? 1 : w;
-    options.num_stages = s;
-    options.warp_specialize = sch != Schedule::Plain;
-    options.persistent = sch == Schedule::Persistent;
-    std::string label = name + "/w" + std::to_string(cpu ? 1 : w) + "/s" + std::to_string(s) +
-                        schedule_suffix(sch);
+  /// Calls f(kernel, options) for every candidate, whatever the target.
+  template <class F> void for_each_entry(F &&f) const {
+    std::apply([&](const auto &...l) { (..., [&] {
+                                         for (const auto &[kernel, options] : l)
+                                           f(kernel, options);
+                                       }()); },
+               lists_);
+  }
+
+  /// Calls `f.template operator()<K>(kernel, options, label)` for every
+  /// candidate that runs on `target`, as for_each_candidate does for a
+  /// declared space.
+  template <class F> void for_each(const Target &target, F &&f) const {
+    bool hopper = target.kind == Target::Kind::Cuda && target.arch == "sm_90a";
+    bool cpu = target.kind == Target::Kind::Cpu;
+    std::vector<std::string> seen;
+    auto visit = [&]<class K>(const std::vector<std::pair<K, CompileOptions>> &list) {
+      for (const auto &[kernel, given] : list) {
+        if (given.warp_specialize && !hopper)
+          continue;
+        std::string name = detail::kernel_name(kernel);
+        CompileOptions options = given;
+        if (cpu) {
+          if (given.warp_specialize || std::find(seen.begin(), seen.end(), name) != seen.end())
+            continue;
+          seen.push_back(name);
+          options.num_warps = 1;
+        }
+        f.template operator()<K>(kernel, options, candidate_label(name, options));
+      }
+    };
+    std::apply([&](const auto &...l) { (visit(l), ...); }, lists_);
+  }
+
+private:
+  std::tuple<std::vector<std::pair<Ks, CompileOptions>>...> lists_;
+};
+
+/// for_each_candidate over a space given as data.
+template <class... Ks, class F> void for_each_candidate(const Candidates<Ks...> &space, const Target &target, F &&f) {
+  space.for_each(target, [&]<class K>(const K &, const CompileOptions &options, const std::string &label) {
     f.template operator()<K>(options, label);
   });
 }
 
-/// Type-erased candidates of `space` (launch(kernel) launches a compiled
-/// Kernel<K> once) and their family name.
-template <class Space, class Launch>
-std::pair<std::vector<TuneCandidate>, std::string> candidates(Space space, const Target &target, Launch launch) {
+namespace detail {
+/// The ints of a hana::tuple_c or of a range.
+template <class Ints> std::vector<int> ints(const Ints &xs) {
+  if constexpr (hana::Foldable<Ints>::value)
+    return hana::unpack(xs, [](auto... x) { return std::vector<int>{int(decltype(x)::value)...}; });
+  else
+    return std::vector<int>(std::begin(xs), std::end(xs));
+}
+} // namespace detail
+
+/// The product of kernel types (a hana::tuple_t: their tile shapes) and
+/// compile options (warps, pipeline stages, schedules: lists of values),
+/// pruned by `feasible`: a candidate whose pipeline does not fit in shared
+/// memory, or that asks for a producer warp without the 64-column K panels
+/// TMA copies need, is never compiled or timed. The types are compiled into
+/// the host program once each; the options are data iterated at run time.
+template <class Kernels, class Warps, class Stages, class Schedules>
+auto product(Kernels kernels, const Warps &warps, const Stages &stages, const Schedules &schedules) {
+  auto space = hana::unpack(kernels, [](auto... t) { return Candidates<typename decltype(t)::type...>{}; });
+  std::vector<int> ws = detail::ints(warps), ss = detail::ints(stages), schs = detail::ints(schedules);
+  hana::for_each(kernels, [&](auto t) {
+    using K = typename decltype(t)::type;
+    for (int w : ws)
+      for (int st : ss)
+        for (int sch : schs)
+          if (feasible<K>(w, st, sch)) {
+            CompileOptions options;
+            options.num_warps = w;
+            options.num_stages = st;
+            options.warp_specialize = sch != int(Schedule::Plain);
+            options.persistent = sch == int(Schedule::Persistent);
+            space.add(K{}, options);
+          }
+  });
+  return space;
+}
+
+/// The candidates of `a`, then those of `b`.
+template <class... A, class... B> Candidates<A..., B...> join(const Candidates<A...> &a, const Candidates<B...> &b) {
+  Candidates<A..., B...> out;
+  auto copy = [&](const auto &from) {
+    from.for_each_entry([&](const auto &kernel, const CompileOptions &options) { out.add(kernel, options); });
+  };
+  copy(a);
+  copy(b);
+  return out;
+}
+
+/// Type-erased candidates of a space given as data, and their family name.
+template <class... Ks, class Launch>
+std::pair<std::vector<TuneCandidate>, std::string> candidates(const Candidates<Ks...> &space, const Target &target,
+                                                              Launch launch) {
   std::vector<TuneCandidate> out;
   std::string family;
-  for_each_candidate(space, target, [&]<class K>(const CompileOptions &options, const std::string &label) {
+  space.for_each(target, [&]<class K>(const K &kernel, const CompileOptions &options, const std::string &label) {
     family += label + ";";
     out.push_back(TuneCandidate{
         label,
-        [target, options] { return std::make_unique<Kernel<K>>(compile<K>(target, options)); },
+        [target, options, kernel] { return std::make_unique<Kernel<K>>(compile<K>(target, options, kernel)); },
         [launch](const CompiledKernel &k) { launch(static_cast<const Kernel<K> &>(k)); }});
   });
   return {std::move(out), family};

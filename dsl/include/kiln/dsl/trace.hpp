@@ -3,9 +3,11 @@
 
 #include "kiln/dsl/tile.hpp"
 
+#include <concepts>
 #include <string>
 #include <tuple>
 #include <type_traits>
+#include <typeinfo>
 
 namespace kiln {
 
@@ -95,6 +97,28 @@ template <class K, class... A> struct Signature<void (K::*)(A...) const> {
 
 std::string kernel_name_from_type(const char *mangled);
 
+/// A kernel object whose configuration is data: `config()` names the values
+/// (rows, widths, epilogue, ...) that its fields fix at trace time, as
+/// Triton's tl.constexpr arguments do. Its tile shapes and dtypes stay in
+/// its type.
+template <class K>
+concept ConfiguredKernel = requires(const K &k) {
+  { k.config() } -> std::convertible_to<std::string>;
+};
+
+/// `K`'s name from its type (`ops::Softmax<f16, 1024>` -> `Softmax_f16_1024`),
+/// followed by the configuration of a ConfiguredKernel
+/// (`DecodeLinear_f16_8_256_r1_k768_ln0_bias`).
+template <class K> std::string kernel_name(const K &kernel) {
+  std::string name = kernel_name_from_type(typeid(K).name());
+  if constexpr (ConfiguredKernel<K>) {
+    std::string config = kernel.config();
+    if (!config.empty())
+      name += "_" + config;
+  }
+  return name;
+}
+
 template <class K, std::size_t... I> void call_kernel(const K &k, std::index_sequence<I...>) {
   using Sig = Signature<decltype(&K::operator())>;
   k(std::tuple_element_t<I, typename Sig::args>(param(int(I)))...);
@@ -106,7 +130,7 @@ template <class K, std::size_t... I> void call_kernel(const K &k, std::index_seq
 template <class K> TracedModulePtr trace(const K &kernel, std::string name = "") {
   using Sig = detail::Signature<decltype(&K::operator())>;
   if (name.empty())
-    name = detail::kernel_name_from_type(typeid(K).name());
+    name = detail::kernel_name(kernel);
   auto params = Sig::params();
   detail::begin_kernel(name, params);
   try {

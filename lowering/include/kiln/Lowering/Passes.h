@@ -2,19 +2,24 @@
 #ifndef KILN_LOWERING_PASSES_H
 #define KILN_LOWERING_PASSES_H
 
-#include "kiln/Dialect/KilnDialect.h"
-
-#include "mlir/Dialect/Arith/IR/Arith.h"
-#include "mlir/Dialect/GPU/IR/GPUDialect.h"
-#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
-#include "mlir/Dialect/LLVMIR/NVVMDialect.h"
-#include "mlir/Dialect/Linalg/IR/Linalg.h"
-#include "mlir/Dialect/Math/IR/Math.h"
-#include "mlir/Dialect/SCF/IR/SCF.h"
-#include "mlir/Dialect/Tensor/IR/Tensor.h"
+// Only what the declarations below need: the generated pass declarations
+// and registrations (mlir::Pass, mlir::registerPass), and names of the types
+// the pipeline functions take. A file that defines a pass (GEN_PASS_DEF_*)
+// includes the dialects of its dependentDialects itself; the CPU patterns
+// and the per-element helpers are declared in lowering/lib/CpuPatterns.h and
+// lowering/lib/ElementOps.h.
 #include "mlir/Pass/Pass.h"
-#include "mlir/Pass/PassManager.h"
-#include "mlir/Transforms/DialectConversion.h"
+#include "mlir/Pass/PassRegistry.h"
+#include "llvm/ADT/StringRef.h"
+
+#include <memory>
+#include <string>
+
+namespace mlir {
+class DialectRegistry;
+class ModuleOp;
+class OpPassManager;
+} // namespace mlir
 
 namespace kiln {
 
@@ -23,33 +28,6 @@ namespace kiln {
 
 #define GEN_PASS_REGISTRATION
 #include "kiln/Lowering/Passes.h.inc"
-
-/// Type conversion of the CPU lowering: pointers (and tiles of them) become i64.
-class CpuTypeConverter : public mlir::TypeConverter {
-public:
-  explicit CpuTypeConverter(mlir::MLIRContext *ctx);
-};
-
-/// kiln.addptr / kiln.load / kiln.store.
-void populateMemoryToCpuPatterns(CpuTypeConverter &converter, mlir::RewritePatternSet &patterns);
-/// kiln.make_range / splat / broadcast / expand_dims / reshape.
-void populateShapeToCpuPatterns(CpuTypeConverter &converter, mlir::RewritePatternSet &patterns);
-/// kiln.dot / reduce / argmax / cast / select.
-void populateComputeToCpuPatterns(CpuTypeConverter &converter, mlir::RewritePatternSet &patterns);
-
-/// Converts `x` (scalar or tile) to `dstType` with arith ops: float widths,
-/// float <-> signed int, int widths (sign-extending), i1 as 0/1.
-mlir::Value emitCast(mlir::OpBuilder &b, mlir::Location loc, mlir::Value x, mlir::Type dstType);
-/// Loads an `elem` from integer address `addr` in `addrSpace`; where `mask`
-/// (optional) is false nothing is read and the result is `fill` (zero if null).
-mlir::Value emitMaskedLoad(mlir::OpBuilder &b, mlir::Location loc, mlir::Type elem, mlir::Value addr,
-                           mlir::Value mask, mlir::Value fill, unsigned addrSpace);
-/// Stores `value` at integer address `addr` in `addrSpace` unless `mask` (optional) is false.
-void emitMaskedStore(mlir::OpBuilder &b, mlir::Location loc, mlir::Value addr, mlir::Value value,
-                     mlir::Value mask, unsigned addrSpace);
-/// The combining step of a reduction: add, maximum or minimum (NaN-propagating for floats).
-mlir::Value emitCombine(mlir::OpBuilder &b, mlir::Location loc, ReduceKind kind, mlir::Value x,
-                        mlir::Value y);
 
 /// Everything from kiln (as traced) to the LLVM dialect, for the CPU JIT.
 /// `kilnDone` / `loweredDone` are run on the module after those stages when set.

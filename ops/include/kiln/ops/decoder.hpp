@@ -231,8 +231,6 @@ template <class T, int BM_, int BN_, int BK_> struct MatmulSplitK {
   }
 };
 
-enum class Epilogue { Bias, BiasGelu, BiasResidual, None };
-
 /// `c = E(a @ b)` for a few rows (a decode step of a batch, a short
 /// prefill), split along K in one launch: program (i, j, s) multiplies row
 /// tile i by column tile j over K range [s * k_split, (s + 1) * k_split)

@@ -26,6 +26,7 @@
 #pragma once
 
 #include "kiln/nn/context.hpp"
+#include "kiln/nn/policy.hpp"
 #include "kiln/nn/tensor.hpp"
 #include "kiln/nn/tunable.hpp"
 
@@ -50,297 +51,6 @@
 
 namespace kiln::nn {
 
-/// What a linear layer adds after its product.
-enum class Epilogue { None, Bias, BiasGelu, BiasResidual };
-
-/// Decode-step kernels run up to this many rows; more rows take the
-/// prefill kernels.
-inline constexpr int kDecodeRows = 8;
-/// The most rows a few-row product (ops::FewRowsLinear) serves.
-inline constexpr int kFewRows = 16;
-/// The most rows a many-row product (ops::FewRowsLinear on 32 or 64 rows:
-/// decode steps of 17 to 64 sequences) serves.
-inline constexpr int kManyRows = 64;
-/// Blocks run the many-row products up to this many rows unless told
-/// otherwise: on an H100, GPT-2 124M's decode step at batch 32 took 0.82 ms
-/// on them against 0.92 on the prefill products, but at batch 64 1.23
-/// against 1.20 (bench/README.md).
-inline constexpr int kManyRowsDefault = 32;
-
-/// Input widths K for which a block builds decode-step kernels. K is a
-/// compile-time constant of those kernels (it fixes their loop over the
-/// weight's rows), so a block instantiates them only for the widths it is
-/// given: GPT-2 124M passes nn::Widths<768>{} to its attention and its MLP's
-/// first product and nn::Widths<3072>{} to the MLP's second. A block given
-/// a decode copy of its weight (`weight_t`) whose input width is not among
-/// them refuses it.
-template <int... K> struct Widths {
-  using sequence = std::integer_sequence<int, K...>;
-};
-
-namespace detail {
-
-template <class D, Epilogue E, int BM, int BN, int BK> struct MatmulKernel;
-template <class D, int BM, int BN, int BK> struct MatmulKernel<D, Epilogue::None, BM, BN, BK> {
-  using type = ops::Matmul<D, BM, BN, BK>;
-};
-template <class D, int BM, int BN, int BK> struct MatmulKernel<D, Epilogue::Bias, BM, BN, BK> {
-  using type = ops::MatmulBias<D, BM, BN, BK>;
-};
-template <class D, int BM, int BN, int BK> struct MatmulKernel<D, Epilogue::BiasGelu, BM, BN, BK> {
-  using type = ops::MatmulBiasGelu<D, BM, BN, BK>;
-};
-template <class D, int BM, int BN, int BK>
-struct MatmulKernel<D, Epilogue::BiasResidual, BM, BN, BK> {
-  using type = ops::MatmulBiasResidual<D, BM, BN, BK>;
-};
-template <class D, Epilogue E, int BM, int BN, int BK>
-using Matmul = typename MatmulKernel<D, E, BM, BN, BK>::type;
-
-constexpr ops::Epilogue opsEpilogue(Epilogue e) {
-  switch (e) {
-  case Epilogue::None:
-    return ops::Epilogue::None;
-  case Epilogue::Bias:
-    return ops::Epilogue::Bias;
-  case Epilogue::BiasGelu:
-    return ops::Epilogue::BiasGelu;
-  case Epilogue::BiasResidual:
-    return ops::Epilogue::BiasResidual;
-  }
-  return ops::Epilogue::None;
-}
-
-constexpr ops::DecodeEpilogue decodeEpilogue(Epilogue e) {
-  switch (e) {
-  case Epilogue::None:
-    return ops::DecodeEpilogue::None;
-  case Epilogue::Bias:
-    return ops::DecodeEpilogue::Bias;
-  case Epilogue::BiasGelu:
-    return ops::DecodeEpilogue::BiasGelu;
-  case Epilogue::BiasResidual:
-    return ops::DecodeEpilogue::BiasResidual;
-  }
-  return ops::DecodeEpilogue::None;
-}
-
-/// Calls f.template operator()<K>() for the width K in W... equal to `k`;
-/// returns false when there is none.
-template <class F, int... W> bool withWidth(int64_t k, F &&f, std::integer_sequence<int, W...>) {
-  return ((k == W ? (f.template operator()<W>(), true) : false) || ...);
-}
-
-/// Output columns per program of the decode-step kernels a block tunes
-/// over (with 256-element chunks of K and 1 to 8 warps): 4, 8 or 16 for
-/// 16-bit types, 4 or 8 for f32 (whose decode kernels serve exactness, not
-/// speed; every type of a space is compiled into the model).
-template <class D> constexpr auto decodeColumns() {
-  if constexpr (std::is_same_v<D, f32>)
-    return boost::hana::tuple_c<int, 4, 8>;
-  else
-    return boost::hana::tuple_c<int, 4, 8, 16>;
-}
-
-/// A decode step's kernels are tuned as graphs of this many launches of
-/// the candidate (TuneTiming::chain), each a programmatic dependent of the
-/// one before, as they run in a step.
-inline constexpr int kDecodeChain = 16;
-
-/// The row counts of the decode-step kernels, a ladder: a step of B rows
-/// runs the kernel of the smallest count that is at least B, so a batch of
-/// 2 does not stream the weights through an 8-row kernel's registers.
-inline constexpr int kDecodeSlots = 4; // 1, 2, 4 and kDecodeRows rows
-static_assert(kDecodeRows == 8, "the ladder is 1, 2, 4, 8");
-/// The ladder's slot of the kernel that 1 to kDecodeRows rows run.
-constexpr int decodeSlot(int64_t rows) { return rows <= 1 ? 0 : rows <= 2 ? 1 : rows <= 4 ? 2 : 3; }
-/// `rows` rounded down to a count of the ladder (0: no decode kernels).
-constexpr int decodeRowsOf(int64_t rows) {
-  return rows >= 8 ? 8 : rows >= 4 ? 4 : rows >= 2 ? 2 : rows >= 1 ? 1 : 0;
-}
-/// The smallest count of the ladder that holds `rows` sequences (the
-/// largest, kDecodeRows, past it).
-constexpr int decodeRowsHolding(int64_t rows) { return 1 << decodeSlot(rows); }
-static_assert(decodeRowsHolding(1) == 1 && decodeRowsHolding(3) == 4 && decodeRowsHolding(5) == 8 &&
-              decodeRowsHolding(16) == 8);
-/// Calls f.template operator()<R>() for each count R of the ladder up to
-/// `rows` (a count of the ladder).
-template <class F> void forDecodeLadder(int rows, F &&f) {
-  if (rows >= 1)
-    f.template operator()<1>();
-  if (rows >= 2)
-    f.template operator()<2>();
-  if (rows >= 4)
-    f.template operator()<4>();
-  if (rows >= 8)
-    f.template operator()<8>();
-}
-/// Calls f.template operator()<R>() with the row count R of ladder slot
-/// `slot`.
-template <class F> void atDecodeSlot(int slot, F &&f) {
-  switch (slot) {
-  case 0: f.template operator()<1>(); break;
-  case 1: f.template operator()<2>(); break;
-  case 2: f.template operator()<4>(); break;
-  default: f.template operator()<8>(); break;
-  }
-}
-/// The name suffix of a block's decode-step kernel of R rows.
-inline std::string decodeSuffix(int R) { return "_decode" + std::to_string(R); }
-/// Output columns per program of the heuristic (untuned) decode-step
-/// kernels of R rows: `one` for a row (as ranked on an H200), 8 for two,
-/// 4 for more (the accumulators of R rows share the registers). With the
-/// layernorm folded in (LN), two more accumulators (the weight sums) leave
-/// room for 4 at two rows: 8 took 246 registers a thread on sm_90a. Wide
-/// inputs take fewer where this does not fit (ops::decode_columns).
-template <int R, bool LN = false> constexpr int decodeColumnsFor(int one) {
-  return R == 1 ? one : R == 2 && !LN ? 8 : 4;
-}
-
-/// The decode-step kernels `Of::type<BN>` for every BN of decodeColumns,
-/// times 1 to 8 warps, pruned by their `feasible` (registers, 16-byte loads).
-template <class Of> constexpr auto decodeSpace() {
-  namespace hana = boost::hana;
-  auto types = hana::transform(decodeColumns<typename Of::dtype>(), [](auto bn) {
-    return hana::type_c<typename Of::template type<decltype(+bn)::value>>;
-  });
-  return tuning::product(types, tuning::kRowWarps, tuning::kNoStages, tuning::kPlainOnly);
-}
-template <class D, int R, int K, bool LN, ops::DecodeEpilogue DE> struct DecodeLinearOf {
-  using dtype = D;
-  template <int BN> using type = ops::DecodeLinear<D, R, BN, K, 256, LN, DE>;
-};
-template <class D, int R, int K> struct DecodeQkvOf {
-  using dtype = D;
-  template <int BN> using type = ops::DecodeQkv<D, R, BN, K, 256>;
-};
-
-
-/// A row-wise kernel Op<D, BLOCK> (a program per row, BLOCK columns at a
-/// time) over BLOCK in {256, 512, 1024} and `warps`.
-template <template <class, int> class Op, class D, class Warps>
-constexpr auto rowSpace(Warps warps) {
-  return tuning::product(boost::hana::tuple_t<Op<D, 256>, Op<D, 512>, Op<D, 1024>>, warps,
-                         tuning::kNoStages, tuning::kPlainOnly);
-}
-
-/// "role RxKxN", the key of a tuned product.
-inline std::string productKey(const std::string &role, int64_t rows, int64_t k, int64_t n) {
-  return role + " " + std::to_string(rows) + "x" + std::to_string(k) + "x" + std::to_string(n);
-}
-
-inline std::string widthList(std::initializer_list<int> ws) {
-  std::string s;
-  for (int w : ws)
-    s += (s.empty() ? "" : ", ") + std::to_string(w);
-  return s.empty() ? "none" : s;
-}
-
-inline std::string shapeName(const char *block, int64_t in, int64_t out) {
-  return std::string(block) + "(" + std::to_string(in) + " -> " + std::to_string(out) + ")";
-}
-
-/// Whether products of 2 to `few_rows` rows of type D run the few-row
-/// kernels (ops::FewRowsLinear and its fused variants): 16-bit types (the
-/// tensor cores' operands), given the weight as [N, K].
-template <class D> bool fewRowsFor(int few_rows, bool haveWeightT) {
-  return !std::is_same_v<D, f32> && few_rows >= 2 && haveWeightT;
-}
-
-/// Blocks take few_rows from 0 (no few-row kernels) to kFewRows, and
-/// many_rows from 0 to kManyRows (`what` names the option).
-inline void checkFewRows(int few_rows, int most, const std::string &block, const char *what = "few_rows") {
-  if (few_rows < 0 || few_rows > most)
-    throw Error(block + ": " + what + " must be 0 to " + std::to_string(most) + " (got " +
-                std::to_string(few_rows) + ")");
-}
-
-/// Calls f.template operator()<BN, KC, C>(warps) with the panel of a
-/// few-row product of N output columns and K inputs, as kiln_bench's
-/// BM_few_rows ranked them on an H200 (28 panels and warp counts at 8 rows,
-/// each timed as a CUDA graph of 32 launches on distinct weights; bench/
-/// README.md): wide outputs take 32 weight rows a program and up to 768 of
-/// K (4 warps), which leaves at least 64 programs for one K range (768x3072
-/// 4.1 us); narrow ones too where K is at most 768 (768x768: 3.0 us, against
-/// 3.5 split in three), and 16 rows and 512 of K (2 warps), split along K,
-/// where it is longer (3072x768: 5.4 us, against 5.8 for 256 of K).
-template <class F> void withFewPanel(int64_t N, int64_t K, F &&f) {
-  if (ceil_div(N, int64_t(32)) >= 64 || K <= 768)
-    f.template operator()<32, 256, 3>(4);
-  else
-    f.template operator()<16, 256, 2>(2);
-}
-
-/// The panel (as withFewPanel) of a few-row product with the layernorm
-/// fused (ops::FewRowsNormLinear, ops::FewRowsQkv). With the row statistics
-/// and the normalised rows live, the 32x768 panel on 4 warps spills (176
-/// bytes a thread on sm_90a with bias and gelu, 48 without; kiln-ptx-report)
-/// and 32x384 does not: outputs of 64 to 1023 tiles of 32 (QKV, MLP up)
-/// take 32x384, split along K, which also gives a wave of 132
-/// multiprocessors twice the programs; the LM head's 1571 tiles are
-/// programs enough, and its K is not split (the f32 partial tiles of 50257
-/// outputs would cost a sixth of the weight's traffic); narrow outputs as
-/// unfused.
-template <class F> void withFewNormPanel(int64_t N, F &&f) {
-  int64_t tiles = ceil_div(N, int64_t(32));
-  if (tiles >= 1024)
-    f.template operator()<32, 256, 3>(4);
-  else if (tiles >= 64)
-    f.template operator()<32, 128, 3>(4);
-  else
-    f.template operator()<16, 128, 2>(2);
-}
-
-/// Calls f.template operator()<BR, BN, KC, C>(warps) with the rows and panel
-/// of the many-row products (ops::FewRowsLinear for kFewRows + 1 to
-/// kManyRows rows): 32 rows, and 64. The activations of a program's K
-/// range are the mma's BR-wide side and stay in its registers beside the
-/// weights, so a program takes 256 of K (split along K, the partial tiles
-/// added by the last program of a column tile): 32 weight rows on 4 warps
-/// for 32 rows, 16 on 8 warps for 64. As kiln_bench's BM_many_rows ranked
-/// 33 panels and warp counts of GPT-2 124M's four products on an H100
-/// (bench/README.md): 5.7-7.6 us a launch at 32 rows and 6.1-12.9 at 64,
-/// where the prefill products' tiles took 9.6-23.5 (the 3072 -> 768
-/// product on 24 programs).
-template <class F> void withManyPanels(F &&f) {
-  f.template operator()<32, 32, 256, 1>(4);
-  f.template operator()<kManyRows, 16, 256, 1>(8);
-}
-
-/// The grid of a few-row product of N outputs and K inputs with a (BN, C x
-/// KC) panel, and its split-K scratch: f32 partial tiles [splits, N,
-/// kFewRows] and a counter per column tile (zero between launches); a
-/// product of one K range needs neither.
-struct FewRowsPlan {
-  uint32_t tiles = 0, splits = 0;
-  Tensor<f32> partial;
-  Tensor<i32> counter;
-  FewRowsPlan() = default;
-  FewRowsPlan(const Target &t, int64_t N, int64_t K, int BN, int span, int rows)
-      : tiles(uint32_t(ceil_div(N, int64_t(BN)))), splits(uint32_t(ceil_div(K, int64_t(span)))),
-        partial(t, {splits > 1 ? int64_t(splits) * N * rows : 1}), counter(t, {splits > 1 ? int64_t(tiles) : 1}) {}
-  Grid grid() const { return Grid(tiles, splits); }
-};
-
-/// The most bytes a decode-step kernel brings into L2 for a later one:
-/// about half the L2 of an H100 or H200 (the LM head's 77 MB are read
-/// from their start).
-inline constexpr int64_t kMaxPrefetchBytes = int64_t(24) << 20;
-
-/// The weights of a later kernel that a decode-step kernel brings into L2
-/// while it runs (ops::DecodeLinear's pf, pf_count): none by default.
-template <class D> struct Prefetch {
-  Tensor<D> next;
-  /// The kernel's pointer argument: next's data, or `none` when there is nothing.
-  typename D::host *ptr(typename D::host *none) const { return next.empty() ? none : next.data(); }
-  int count() const {
-    int64_t most = kMaxPrefetchBytes / int64_t(sizeof(typename D::host));
-    return next.empty() ? 0 : int(std::min(next.numel(), most));
-  }
-};
-
-} // namespace detail
-
 //===----------------------------------------------------------------------===//
 // Embedding and LayerNorm
 //===----------------------------------------------------------------------===//
@@ -358,29 +68,13 @@ public:
   const Tensor<D> &wte() const { return wte_; }
 
   void operator()(Context &ctx, const Tensor<i32> &tokens, const Tensor<i32> &positions,
-                  const Tensor<D> &out) const {
-    int64_t R = tokens.dim(0), C = features();
-    expect(tokens, {kAny}, "nn::Embedding", "tokens");
-    expect(positions, {R}, "nn::Embedding", "positions");
-    expect(out, {R, C}, "nn::Embedding", "out");
-    if (auto *t = tuned_.find(R))
-      return (*t)(*this, ctx, tokens, positions, out);
-    launch(kernel_.kernel(), ctx, tokens, positions, out);
-  }
+                  const Tensor<D> &out) const;
 
   /// Tunes launches of tokens.dim(0) rows (their row bucket) over
   /// detail::rowSpace (columns per sweep x warps), writing `out`; token ids
   /// and positions must be valid.
   void tune(Context &ctx, const Tensor<i32> &tokens, const Tensor<i32> &positions, const Tensor<D> &out,
-            bool cached_only = false) {
-    auto site = []<class K>(const Kernel<K> &k, const Embedding &self, Context &c, const Tensor<i32> &t,
-                            const Tensor<i32> &p, const Tensor<D> &o) { self.launch(k, c, t, p, o); };
-    tuned_.tune(tokens.dim(0), [&](auto &into, int64_t bucket) {
-      std::string key = "embedding " + std::to_string(bucket) + "x" + std::to_string(features());
-      return into.tune(ctx, detail::rowSpace<ops::Embedding, D>(tuning::kRowWarps), "embedding", key,
-                       cached_only, site, *this, ctx, tokens, positions, out);
-    });
-  }
+            bool cached_only = false);
 
 private:
   template <class K>
@@ -402,56 +96,27 @@ private:
 /// <= 2048 features; y may be x.
 template <class D> class LayerNorm {
 public:
-  LayerNorm(Context &ctx, Tensor<D> weight, Tensor<D> bias, float eps = 1e-5f)
-      : weight_(std::move(weight)), bias_(std::move(bias)), eps_(eps) {
-    expect(weight_, {kAny}, "nn::LayerNorm", "weight");
-    expect(bias_, {features()}, "nn::LayerNorm", "bias");
-    if (features() > 2048)
-      throw Error("nn::LayerNorm: " + std::to_string(features()) +
-                  " features is wider than the layernorm kernel (2048)");
-    if (features() <= 1024)
-      narrow_ = ctx.kernel<ops::LayerNorm<D, 1024, true>>("layernorm");
-    else
-      wide_ = ctx.kernel<ops::LayerNorm<D, 2048, true>>("layernorm");
-  }
+  LayerNorm(Context &ctx, Tensor<D> weight, Tensor<D> bias, float eps = 1e-5f);
   int64_t features() const { return weight_.dim(0); }
   const Tensor<D> &weight() const { return weight_; }
   const Tensor<D> &bias() const { return bias_; }
   float eps() const { return eps_; }
 
-  void operator()(Context &ctx, const Tensor<D> &x, const Tensor<D> &y) const {
-    int64_t C = features();
-    expect(x, {kAny, C}, "nn::LayerNorm(" + std::to_string(C) + ")", "x");
-    expect(y, {x.dim(0), C}, "nn::LayerNorm(" + std::to_string(C) + ")", "y");
-    if (auto *t = tuned_.find(x.dim(0)))
-      return (*t)(*this, ctx, x, y);
-    if (narrow_)
-      launch(narrow_->kernel(), ctx, x, y);
-    else
-      launch(wide_->kernel(), ctx, x, y);
-  }
+  void operator()(Context &ctx, const Tensor<D> &x, const Tensor<D> &y) const;
 
   /// The search space: a row a program (ops::LayerNorm), or 2 or 4 rows a
   /// program on a grid of at most 8 programs per multiprocessor
   /// (ops::LayerNormRows: short rows), times 1 to 8 warps.
-  template <int BLOCK> static constexpr auto space() {
+  template <int BLOCK> static auto space() {
     namespace hana = boost::hana;
-    return hana::concat(tuning::product(hana::tuple_t<ops::LayerNorm<D, BLOCK, true>>, tuning::kRowWarps,
+    return tuning::join(tuning::product(hana::tuple_t<ops::LayerNorm<D, BLOCK, true>>, tuning::kRowWarps,
                                         tuning::kNoStages, tuning::kPlainOnly),
                         tuning::product(hana::tuple_t<ops::LayerNormRows<D, 2, BLOCK>, ops::LayerNormRows<D, 4, BLOCK>>,
                                         tuning::kRowWarps, tuning::kNoStages, tuning::kPlainOnly));
   }
   /// Tunes the warps of launches of x.dim(0) rows (their row bucket) on x
   /// and y (overwritten; y may be x), or reads a persisted winner back.
-  void tune(Context &ctx, const Tensor<D> &x, const Tensor<D> &y, bool cached_only = false) {
-    auto site = []<class K>(const Kernel<K> &k, const LayerNorm &self, Context &c, const Tensor<D> &xx,
-                            const Tensor<D> &yy) { self.launch(k, c, xx, yy); };
-    tuned_.tune(x.dim(0), [&](auto &t, int64_t bucket) {
-      std::string key = "layernorm " + std::to_string(bucket) + "x" + std::to_string(features());
-      return narrow_ ? t.tune(ctx, space<1024>(), "layernorm", key, cached_only, site, *this, ctx, x, y)
-                     : t.tune(ctx, space<2048>(), "layernorm", key, cached_only, site, *this, ctx, x, y);
-    });
-  }
+  void tune(Context &ctx, const Tensor<D> &x, const Tensor<D> &y, bool cached_only = false);
   /// The tuned kernel launches of `rows` rows use; null when heuristic.
   const Tuned *tuned_for(int64_t rows) const { return tuned_.tuned_for(rows); }
 
@@ -490,8 +155,7 @@ struct LinearOptions {
   /// Decode-step kernels for steps of up to `decode_rows` rows (rounded
   /// down to 1, 2, 4 or kDecodeRows): one kernel for each of those row
   /// counts up to it, a step running the smallest that holds its rows; 0:
-  /// none. They need the weight as [N, K] (`weight_t`) and K among the
-  /// block's nn::Widths.
+  /// none. They need the weight as [N, K] (`weight_t`).
   int decode_rows = kDecodeRows;
   /// Products of 2 to this many rows (at most kFewRows; a decode step of a
   /// batch) run ops::FewRowsLinear for 16-bit types, on any target, when the weight
@@ -542,49 +206,8 @@ template <class D, Epilogue E> class Linear {
   static constexpr int64_t kFewTiles = 264;
 
 public:
-  template <int... W>
   Linear(Context &ctx, Tensor<D> weight, Tensor<D> bias = {}, Tensor<D> weight_t = {},
-         LinearOptions options = {}, Widths<W...> = {})
-      : weight_(std::move(weight)), bias_(std::move(bias)), weightT_(std::move(weight_t)),
-        options_(std::move(options)), gpu_(ctx.gpu()) {
-    expect(weight_, {kAny, kAny}, "nn::Linear", "weight");
-    name_ = detail::shapeName("nn::Linear", in_features(), out_features());
-    if constexpr (!kPlain)
-      expect(bias_, {out_features()}, name_, "bias");
-    const std::string &role = options_.role;
-    if (gpu_) {
-      CompileOptions big, small;
-      if constexpr (kF32) {
-        big.num_warps = 8;
-        big.num_stages = 2;
-      } else if constexpr (!kPlain) {
-        big.num_warps = 4;
-        big.num_stages = 3;
-      }
-      if constexpr (!kPlain)
-        small.num_stages = 3;
-      big_ = ctx.kernel<Big>(role, big);
-      small_ = ctx.kernel<Small>(role + "_small", small);
-    } else {
-      cpu_ = ctx.kernel<Cpu>(role);
-      if constexpr (kPlain)
-        cpuFew_ = ctx.kernel<CpuFew>(role + "_few");
-    }
-    detail::checkFewRows(options_.few_rows, kFewRows, name_);
-    detail::checkFewRows(options_.many_rows, kManyRows, name_, "many_rows");
-    if (!weightT_.empty())
-      expect(weightT_, {out_features(), in_features()}, name_, "weight_t");
-    if (detail::fewRowsFor<D>(options_.few_rows, !weightT_.empty()))
-      prepareFew(ctx);
-    if (detail::fewRowsFor<D>(options_.many_rows, !weightT_.empty()))
-      prepareMany(ctx);
-    if (options_.decode_rows > 0 && !weightT_.empty()) {
-      if (!detail::withWidth(in_features(), [&]<int K>() { requestDecode<K>(ctx); },
-                             typename Widths<W...>::sequence{}))
-        throw Error(name_ + ": decode kernels for " + std::to_string(in_features()) +
-                    " input features were not built (nn::Widths: " + detail::widthList({W...}) + ")");
-    }
-  }
+         LinearOptions options = {});
 
   int64_t in_features() const { return weight_.dim(0); }
   int64_t out_features() const { return weight_.dim(1); }
@@ -607,7 +230,7 @@ public:
   /// The prefill product's search spaces (the GPU's, the CPU's): the
   /// block's tiles times warps, stages and schedules, pruned at compile time
   /// by tuning::feasible.
-  static constexpr auto space() {
+  static auto space() {
     namespace hana = boost::hana;
     auto gpuSpace = tuning::product(hana::tuple_t<Big, Small>, tuning::kWarps, tuning::kStages,
                                     tuning::kSchedules);
@@ -624,47 +247,7 @@ public:
   /// back and compiles only the winner. With `cached_only` nothing is
   /// timed: a persisted winner is used if there is one. Rows that run the
   /// decode kernels are not tuned.
-  void tune(Context &ctx, const Tensor<D> &x, const Tensor<D> &out, bool cached_only = false) {
-    expect(x, {kAny, in_features()}, name_, "x");
-    expect(out, {x.dim(0), out_features()}, name_, "out");
-    int64_t M = x.dim(0), bucket = rows_bucket(M);
-    if (decodes(M) || few(M) || many(M) || tuned_.count(bucket))
-      return;
-    std::map<std::string, TunedLaunch> launchers;
-    auto tuneIn = [&](auto candidates) {
-      tuning::for_each_candidate(candidates, ctx.target(), [&]<class K>(const CompileOptions &, const std::string &label) {
-        launchers[label] = [](const CompiledKernel &k, const Linear &self, Context &c, const Tensor<D> &xx,
-                              const Tensor<D> *res, const Tensor<D> &o) {
-          c.launch_as(self.options_.role, [&] {
-            self.withMatmulArgs<K>(xx, res, o, [&](const Grid &g, const auto &...a) {
-              static_cast<const Kernel<K> &>(k).launch(g, a...);
-            });
-          });
-        };
-      });
-      std::string key = options_.role + " " + std::to_string(bucket) + "x" +
-                        std::to_string(in_features()) + "x" + std::to_string(out_features());
-      auto launch = [this, x, out](const auto &k) {
-        using K = typename std::decay_t<decltype(k)>::kernel_type;
-        withMatmulArgs<K>(x, &out, out, [&](const Grid &g, const auto &...a) { k.launch(g, a...); });
-      };
-      return ctx.tuned(key + " " + typeid(Big).name() + (cached_only ? " cached" : ""),
-                       options_.role, [&]() -> std::optional<Tuned> {
-                         if (cached_only)
-                           return tuning::cached(candidates, ctx.target(), key, launch);
-                         return tuning::autotune(candidates, ctx.target(), key, launch);
-                       });
-    };
-    auto spaces = space();
-    std::shared_ptr<const Tuned> t =
-        gpu_ ? tuneIn(boost::hana::first(spaces)) : tuneIn(boost::hana::second(spaces));
-    if (!t)
-      return;
-    auto found = launchers.find(t->label());
-    if (found == launchers.end())
-      throw Error(name_ + ": the tuned kernel " + t->label() + " is not in this block's space");
-    tuned_[bucket] = {t, found->second};
-  }
+  void tune(Context &ctx, const Tensor<D> &x, const Tensor<D> &out, bool cached_only = false);
 
   /// Tunes the decode-step kernel that x.dim(0) rows run (of 1, 2, 4 or
   /// kDecodeRows rows, the smallest that holds them; nothing for more rows
@@ -726,48 +309,7 @@ private:
   using Launch = std::function<void(const Linear &, Context &, const Tensor<D> &, const Tensor<D> *,
                                     const Tensor<D> &)>;
 
-  template <int K> void requestDecode(Context &ctx) {
-    constexpr auto DE = detail::decodeEpilogue(E);
-    // One row: 8 output columns a program for wide outputs (more programs
-    // than multiprocessors either way), 4 for narrow ones, as ranked on an
-    // H200.
-    bool wide = out_features() > in_features();
-    detail::forDecodeLadder(detail::decodeRowsOf(options_.decode_rows), [&]<int R>() {
-      auto make = [&]<int BN>() {
-        auto k = ctx.kernel<ops::DecodeLinear<D, R, BN, K, 256, false, DE>>(options_.role + detail::decodeSuffix(R));
-        decode_[std::size_t(detail::decodeSlot(R))] = [k](const Linear &self, Context &c, const Tensor<D> &x,
-                                                          const Tensor<D> *res, const Tensor<D> &out) {
-          self.launchDecode(c, k, x, res, out);
-        };
-      };
-      if (wide)
-        make.template operator()<ops::decode_columns<D, R, K, 256, false, detail::decodeColumnsFor<R>(8)>()>();
-      else
-        make.template operator()<ops::decode_columns<D, R, K, 256, false, detail::decodeColumnsFor<R>(4)>()>();
-    });
-    decodeTuner_ = [](Linear &self, Context &c, const Tensor<D> &x, const Tensor<D> &out, bool cachedOnly) {
-      auto site = []<class KK>(const Kernel<KK> &k, const Linear &s, Context &cc, const Tensor<D> &xx,
-                               const Tensor<D> *res, const Tensor<D> &o) {
-        cc.launch_as(s.options_.role + detail::decodeSuffix(KK::BM), [&] {
-          s.withDecodeArgs<KK>(xx, res, o, [&](const Grid &g, const auto &...a) { k.launch(g, a...); });
-        });
-      };
-      if (!self.decodes(x.dim(0)))
-        return;
-      int slot = detail::decodeSlot(x.dim(0));
-      detail::atDecodeSlot(slot, [&]<int R>() {
-        DecodeSite &into = self.tunedDecode_[std::size_t(slot)];
-        if (into)
-          return;
-        const Tensor<D> *res = E == Epilogue::BiasResidual ? &out : nullptr;
-        std::string role = self.options_.role + detail::decodeSuffix(R);
-        into.chained(detail::kDecodeChain)
-            .tune(c, detail::decodeSpace<detail::DecodeLinearOf<D, R, K, false, DE>>(), role,
-                  detail::productKey(role, x.dim(0), K, self.out_features()), cachedOnly, site, self, c,
-                  x, res, out);
-      });
-    };
-  }
+  void requestDecode(Context &ctx);
 
   /// Calls f(grid, args...) with a decode-step launch of kernel KK.
   template <class KK, class F>
@@ -813,19 +355,11 @@ private:
   }
   // Products of kFewRows + 1 to kManyRows rows (detail::withManyPanels):
   // a kernel for up to 32 rows, and one for up to 64.
-  void prepareMany(Context &ctx) {
-    detail::withManyPanels([&]<int BR, int BN, int KC, int C>(int warps) {
-      if (BR > 32 && options_.many_rows <= 32)
-        return;
-      std::size_t i = BR <= 32 ? 0 : 1;
-      auto plan = i == 0 ? &Linear::manyPlan32_ : &Linear::manyPlan64_;
-      prepareRows<BR, BN, KC, C>(ctx, warps, "_many", many_[i], plan);
-    });
-  }
+  void prepareMany(Context &ctx);
   template <int BR, int BN, int KC, int C>
   void prepareRows(Context &ctx, int warps, const char *suffix, Launch &launch,
                    detail::FewRowsPlan Linear::*plan) {
-    using F = ops::FewRowsLinear<D, BR, BN, KC, C, detail::opsEpilogue(E)>;
+    using F = ops::FewRowsLinear<D, BR, BN, KC, C, E>;
     CompileOptions options;
     options.num_warps = warps;
     auto k = ctx.kernel<F>(options_.role + suffix, options);
@@ -840,29 +374,7 @@ private:
     this->*plan = detail::FewRowsPlan(ctx.target(), out_features(), in_features(), BN, C * KC, BR);
   }
 
-  void run(Context &ctx, const Tensor<D> &x, const Tensor<D> *res, const Tensor<D> &out) const {
-    expect(x, {kAny, in_features()}, name_, "x");
-    expect(out, {x.dim(0), out_features()}, name_, "out");
-    int64_t M = x.dim(0), N = out_features();
-    if (decodes(M)) {
-      auto slot = std::size_t(detail::decodeSlot(M));
-      return tunedDecode_[slot] ? tunedDecode_[slot](*this, ctx, x, res, out) : decode_[slot](*this, ctx, x, res, out);
-    }
-    if (few(M))
-      return few_(*this, ctx, x, res, out);
-    if (many(M))
-      return many_[M <= 32 ? 0 : 1](*this, ctx, x, res, out);
-    if (auto t = tuned_.find(rows_bucket(M)); t != tuned_.end())
-      return t->second.launch(t->second.tuned->kernel(), *this, ctx, x, res, out);
-    if (!gpu_)
-      return kPlain && M <= 16 ? launchMatmul(ctx, *cpuFew_, x, res, out)
-                               : launchMatmul(ctx, *cpu_, x, res, out);
-    bool few = kPlain ? M <= 16 : int64_t(ceil_div(M, 64)) * ceil_div(N, 64) < kFewTiles;
-    if (few)
-      launchMatmul(ctx, *small_, x, res, out);
-    else
-      launchMatmul(ctx, *big_, x, res, out);
-  }
+  void run(Context &ctx, const Tensor<D> &x, const Tensor<D> *res, const Tensor<D> &out) const;
 
   Tensor<D> weight_, bias_, weightT_;
   LinearOptions options_;
@@ -896,22 +408,7 @@ namespace detail {
 template <class D, Epilogue E> class FewRowsNorm {
 public:
   FewRowsNorm() = default;
-  FewRowsNorm(Context &ctx, const std::string &role, int64_t N, int64_t K) {
-    withFewNormPanel(N, [&]<int BN, int KC, int C>(int warps) {
-      using F = ops::FewRowsNormLinear<D, kFewRows, BN, KC, C, opsEpilogue(E)>;
-      CompileOptions options;
-      options.num_warps = warps;
-      auto k = ctx.kernel<F>(role + "_ln_few", options);
-      launch_ = [k](const FewRowsNorm &self, Context &c, const LayerNorm<D> &ln, const Tensor<D> &wt,
-                    const Tensor<D> &bias, const Tensor<D> &x, const Tensor<D> &out, const Prefetch<D> &pf) {
-        const FewRowsPlan &p = self.plan_;
-        k(c, p.grid(), x.data(), ln.weight().data(), ln.bias().data(), wt.data(),
-          bias.empty() ? x.data() : bias.data(), out.data(), p.partial.data(), p.counter.data(), int(x.dim(0)),
-          int(wt.dim(0)), int(wt.dim(1)), ln.eps(), pf.ptr(wt.data()), pf.count());
-      };
-      plan_ = FewRowsPlan(ctx.target(), N, K, BN, C * KC, kFewRows);
-    });
-  }
+  FewRowsNorm(Context &ctx, const std::string &role, int64_t N, int64_t K);
   explicit operator bool() const { return bool(launch_); }
   /// out [R, N] from x [R, K], the layernorm `ln`, wt [N, K] and bias [N]
   /// (empty for None).
@@ -937,69 +434,8 @@ private:
 /// ops::FewRowsLinear).
 template <class D, Epilogue E> class NormLinear {
 public:
-  template <int... W>
   NormLinear(Context &ctx, LayerNorm<D> ln, Tensor<D> weight, Tensor<D> bias, Tensor<D> weight_t,
-             LinearOptions options = {}, Widths<W...> = {})
-      : ln_(std::move(ln)),
-        linear_(ctx, std::move(weight), std::move(bias), weight_t,
-                LinearOptions{options.role, 0, fusesFew(options, weight_t) ? 0 : options.few_rows, false,
-                              options.many_rows}),
-        role_(options.role) {
-    if (ln_.features() != linear_.in_features())
-      throw Error("nn::NormLinear: a layernorm of " + std::to_string(ln_.features()) +
-                  " features before " + linear_.name());
-    detail::checkFewRows(options.few_rows, kFewRows, linear_.name());
-    if constexpr (E != Epilogue::BiasResidual)
-      if (fusesFew(options, weight_t)) {
-        few_ = detail::FewRowsNorm<D, E>(ctx, options.role, linear_.out_features(), linear_.in_features());
-        fewRows_ = options.few_rows;
-      }
-    if (options.decode_rows > 0 && !weight_t.empty()) {
-      weightT_ = std::move(weight_t);
-      decodeRows_ = detail::decodeRowsOf(options.decode_rows);
-      bool built = detail::withWidth(linear_.in_features(), [&]<int K>() {
-        constexpr auto DE = detail::decodeEpilogue(E);
-        using Launch = std::function<void(const NormLinear &, Context &, const Tensor<D> &, const Tensor<D> &)>;
-        std::array<Launch, detail::kDecodeSlots> kernels;
-        detail::forDecodeLadder(decodeRows_, [&]<int R>() {
-          constexpr int BN = ops::decode_columns<D, R, K, 256, true, detail::decodeColumnsFor<R, true>(8)>();
-          auto k = ctx.kernel<ops::DecodeLinear<D, R, BN, K, 256, true, DE>>(options.role + detail::decodeSuffix(R));
-          kernels[std::size_t(detail::decodeSlot(R))] = [k](const NormLinear &self, Context &c, const Tensor<D> &x,
-                                                            const Tensor<D> &out) { self.launch(c, k, x, out); };
-        });
-        decode_ = [kernels](const NormLinear &self, Context &c, const Tensor<D> &x, const Tensor<D> &out) {
-          auto slot = std::size_t(detail::decodeSlot(x.dim(0)));
-          self.tuned_[slot] ? self.tuned_[slot](self, c, x, out) : kernels[slot](self, c, x, out);
-        };
-        decodeTuner_ = [](NormLinear &self, Context &c, const Tensor<D> &x, const Tensor<D> &out,
-                          bool cachedOnly) {
-          auto site = []<class KK>(const Kernel<KK> &k, const NormLinear &s, Context &cc,
-                                   const Tensor<D> &xx, const Tensor<D> &o) {
-            cc.launch_as(s.role_ + detail::decodeSuffix(KK::BM), [&] {
-              s.withArgs<KK>(xx, o, [&](const Grid &g, const auto &...a) { k.launch(g, a...); });
-            });
-          };
-          if (x.dim(0) < 1 || x.dim(0) > self.decodeRows_)
-            return;
-          int slot = detail::decodeSlot(x.dim(0));
-          detail::atDecodeSlot(slot, [&]<int R>() {
-            Site &into = self.tuned_[std::size_t(slot)];
-            if (into)
-              return;
-            std::string role = self.role_ + detail::decodeSuffix(R);
-            into.chained(detail::kDecodeChain)
-                .tune(c, detail::decodeSpace<detail::DecodeLinearOf<D, R, K, true, DE>>(), role,
-                      detail::productKey(role, x.dim(0), K, self.linear_.out_features()), cachedOnly,
-                      site, self, c, x, out);
-          });
-        };
-      }, typename Widths<W...>::sequence{});
-      if (!built)
-        throw Error(linear_.name() + ": decode kernels for " +
-                    std::to_string(linear_.in_features()) +
-                    " input features were not built (nn::Widths: " + detail::widthList({W...}) + ")");
-    }
-  }
+             LinearOptions options = {});
   const LayerNorm<D> &layernorm() const { return ln_; }
   const Linear<D, E> &linear() const { return linear_; }
   /// The weight as [N, K] (the decode and few-row kernels'); may be empty.
@@ -1180,96 +616,11 @@ public:
   /// without it (the product and the cache write); larger ones the
   /// prefill kernels and the cache write. `resident_keys`: see
   /// kResidentKeys (0: the split kernels for every length).
-  template <int... W>
   CausalSelfAttention(Context &ctx, LayerNorm<D> ln, Tensor<D> w_qkv, Tensor<D> b_qkv,
                       Tensor<D> w_qkv_t, Linear<D, Epilogue::BiasResidual> proj, int heads,
-                      KvCache<D> cache, Widths<W...> = {}, int decode_rows = kDecodeRows,
+                      KvCache<D> cache, int decode_rows = kDecodeRows,
                       int few_rows = kFewRows, bool fuse_layernorm = false, int resident_keys = kResidentKeys,
-                      int many_rows = kManyRowsDefault)
-      : qkv_(ctx, std::move(ln), std::move(w_qkv), std::move(b_qkv), w_qkv_t,
-             LinearOptions{"qkv", 0, fuse_layernorm ? 0 : few_rows, false, many_rows}),
-        qkvT_(std::move(w_qkv_t)), proj_(std::move(proj)), heads_(heads), residentKeys_(resident_keys),
-        cache_(std::move(cache)) {
-    int64_t C = features();
-    std::string name = "nn::CausalSelfAttention(" + std::to_string(C) + ")";
-    expect(qkv_.linear().weight(), {C, 3 * C}, name, "w_qkv");
-    if (proj_.in_features() != C || proj_.out_features() != C)
-      throw Error(name + ": the projection is " + proj_.name());
-    if (heads < 1 || C % heads != 0)
-      throw Error(name + ": " + std::to_string(heads) + " heads do not divide " + std::to_string(C) +
-                  " features");
-    if (resident_keys < 0)
-      throw Error(name + ": resident_keys must be >= 0 (got " + std::to_string(resident_keys) + ")");
-    expect(cache_.k, {kAny, kAny, C}, name, "cache.k");
-    expect(cache_.v, {cache_.batch(), cache_.context(), C}, name, "cache.v");
-    kvWrite_ = ctx.kernel<ops::KvWrite<D, 256>>("kv_write");
-    detail::checkFewRows(few_rows, kFewRows, name);
-    if (!qkvT_.empty())
-      expect(qkvT_, {3 * C, C}, name, "w_qkv_t");
-    if (detail::fewRowsFor<D>(few_rows, !qkvT_.empty())) {
-      if (fuse_layernorm)
-        prepareFewQkv<true>(ctx);
-      else
-        prepareFewQkv<false>(ctx);
-      fewRows_ = few_rows;
-    }
-    switch (head_dim()) {
-    case 16: requestAttention<16>(ctx); break;
-    case 32: requestAttention<32>(ctx); break;
-    case 64: requestAttention<64>(ctx); break;
-    case 128: requestAttention<128>(ctx); break;
-    default:
-      throw Error(name + ": head_dim " + std::to_string(head_dim()) + " (16, 32, 64 or 128)");
-    }
-    if (!qkvT_.empty()) {
-      decodeRows_ = detail::decodeRowsOf(decode_rows);
-      bool built = detail::withWidth(C, [&]<int K>() {
-        using Launch = std::function<void(const CausalSelfAttention &, Context &, const Tensor<D> &,
-                                          const Tensor<i32> &, const Tensor<D> &)>;
-        std::array<Launch, detail::kDecodeSlots> kernels;
-        detail::forDecodeLadder(decodeRows_, [&]<int R>() {
-          constexpr int BN = ops::decode_columns<D, R, K, 256, true, detail::decodeColumnsFor<R, true>(8)>();
-          auto k = ctx.kernel<ops::DecodeQkv<D, R, BN, K, 256>>("decode_qkv" + std::to_string(R));
-          kernels[std::size_t(detail::decodeSlot(R))] = [k](const CausalSelfAttention &self, Context &c,
-                                                            const Tensor<D> &x, const Tensor<i32> &pos,
-                                                            const Tensor<D> &qkv) {
-            self.launchDecodeQkv(c, k, x, pos, qkv);
-          };
-        });
-        decodeQkv_ = [kernels](const CausalSelfAttention &self, Context &c, const Tensor<D> &x,
-                               const Tensor<i32> &pos, const Tensor<D> &qkv) {
-          auto slot = std::size_t(detail::decodeSlot(x.dim(0)));
-          self.qkvTuned_[slot] ? self.qkvTuned_[slot](self, c, x, pos, qkv) : kernels[slot](self, c, x, pos, qkv);
-        };
-        decodeQkvTuner_ = [](CausalSelfAttention &self, Context &c, const Tensor<D> &x,
-                             const Tensor<i32> &pos, const Tensor<D> &qkv, bool cachedOnly) {
-          auto site = []<class KK>(const Kernel<KK> &k, const CausalSelfAttention &a, Context &cc,
-                                   const Tensor<D> &xx, const Tensor<i32> &p, const Tensor<D> &o) {
-            cc.launch_as("decode_qkv" + std::to_string(KK::BM), [&] {
-              a.withDecodeQkvArgs<KK>(xx, p, o, [&](const Grid &g, const auto &...args) { k.launch(g, args...); });
-            });
-          };
-          int64_t rows = x.dim(0);
-          if (rows < 1 || rows > self.decodeRows_)
-            return;
-          int slot = detail::decodeSlot(rows);
-          detail::atDecodeSlot(slot, [&]<int R>() {
-            QkvSite &into = self.qkvTuned_[std::size_t(slot)];
-            if (into)
-              return;
-            std::string role = "decode_qkv" + std::to_string(R);
-            into.chained(detail::kDecodeChain)
-                .tune(c, detail::decodeSpace<detail::DecodeQkvOf<D, R, K>>(), role,
-                      detail::productKey(role, rows, K, 3 * K), cachedOnly, site, self, c, x, pos,
-                      qkv.rows(0, rows));
-          });
-        };
-      }, typename Widths<W...>::sequence{});
-      if (!built)
-        throw Error(name + ": decode kernels for " + std::to_string(C) +
-                    " features were not built (nn::Widths: " + detail::widthList({W...}) + ")");
-    }
-  }
+                      int many_rows = kManyRowsDefault);
 
   int64_t features() const { return qkv_.linear().in_features(); }
   /// w_qkv as [3C, C] (the decode and few-row kernels'); may be empty.
@@ -1319,15 +670,7 @@ public:
   /// Tunes the kernels of a decode step of x.dim(0) sequences: the fused
   /// QKV kernel, attention (for each decode_bucket), the projection.
   /// Overwrites x, the workspace and the cache (a prefill rewrites it).
-  void tune_decode(Context &ctx, const Tensor<D> &x, const Workspace<D> &ws, bool cached_only = false) {
-    int64_t B = x.dim(0);
-    if (decodeQkvTuner_ && B <= decodeRows_)
-      decodeQkvTuner_(*this, ctx, x, ws.iota.rows(0, B), ws.qkv, cached_only);
-    else if (!fewQkv(B))
-      tuneCacheWrite(ctx, ws, B, cached_only);
-    attentionTuner_(*this, ctx, ws, 0, B, &x, cached_only);
-    proj_.tune_decode(ctx, ws.att.rows(0, B), x, cached_only);
-  }
+  void tune_decode(Context &ctx, const Tensor<D> &x, const Workspace<D> &ws, bool cached_only = false);
   /// The tuned attention kernels (null: heuristic): prefill of prompts of
   /// up to `longest` tokens, decode.
   const Tuned *prefill_tuned(int64_t longest) const {
@@ -1354,36 +697,11 @@ public:
   /// attention kernel tuned for that length (decode_bucket); any value is
   /// correct (0: the cache's length).
   void decode(Context &ctx, const Tensor<D> &x, const Tensor<i32> &pos, const Workspace<D> &ws,
-              int64_t keys = 0) const {
-    int64_t B = x.dim(0);
-    expect(pos, {B}, "nn::CausalSelfAttention", "pos");
-    if (B > cache_.batch())
-      throw Error("nn::CausalSelfAttention: " + std::to_string(B) + " sequences; the cache holds " +
-                  std::to_string(cache_.batch()));
-    expect(ws.parts, {kAny, heads_, kAny, head_dim() + 2}, "nn::CausalSelfAttention", "ws.parts");
-    if (ws.parts.dim(0) < B || ws.parts.dim(2) < splits())
-      throw Error("nn::CausalSelfAttention: ws.parts has shape " + to_string(ws.parts.shape()) +
-                  "; this decode step needs at least [" + std::to_string(B) + ", " + std::to_string(heads_) +
-                  ", " + std::to_string(splits()) + ", " + std::to_string(head_dim() + 2) +
-                  "] (a Workspace of splits() splits)");
-    decodeQkv(ctx, x, pos, ws);
-    decodeAttention_(*this, ctx, ws, pos, B, keys);
-    proj_(ctx, ws.att, x, x);
-  }
+              int64_t keys = 0) const;
 
   /// A decode step's QKV launch(es): qkv of x, its k and v written to the
   /// cache at pos.
-  void decodeQkv(Context &ctx, const Tensor<D> &x, const Tensor<i32> &pos, const Workspace<D> &ws) const {
-    int64_t B = x.dim(0);
-    if (decodeQkv_ && B <= decodeRows_) {
-      decodeQkv_(*this, ctx, x, pos, ws.qkv);
-    } else if (fewQkv(B)) {
-      fewQkv_(*this, ctx, x, pos, ws);
-    } else {
-      qkv_(ctx, x, ws.normed, ws.qkv);
-      writeCache(ctx, ws.qkv.rows(0, B), ws.iota.rows(0, B), pos);
-    }
-  }
+  void decodeQkv(Context &ctx, const Tensor<D> &x, const Tensor<i32> &pos, const Workspace<D> &ws) const;
 
   /// True when decode steps of B sequences run ops::FewRowsQkv (after a
   /// layernorm launch unless the block fuses it).
@@ -1426,117 +744,10 @@ private:
       detail::withFewPanel(3 * C, C, prepare);
   }
 
-  template <int HD> void requestAttention(Context &ctx) {
-    auto pre = ctx.kernel<ops::AttentionPrefill<D, 64, 64, HD>>("attention_prefill");
-    // Untuned, 2 warps: on sm_90 and newer 32-key blocks over the 4
-    // programs of a thread-block cluster, merged in its shared memory
-    // (H200, chained: 2.9 us a launch against 3.7 at 128 keys, batch 1; 4.1
-    // against 5.4 at batch 8); elsewhere 16-key blocks over up to 16
-    // programs a head, merged through global memory. Steps of one sequence
-    // in length buckets of up to residentKeys_ keys, where there are
-    // clusters (and on the CPU): ResidentDecode, the keys and values of the
-    // first 4 blocks loaded before the wait (H100, GPT-2 124M: batch-1
-    // steps 4-5% faster at prompt 64, 3% at 256; at batch 8 1% and 6%
-    // slower, so batches keep the split kernels; bench/README.md).
-    CompileOptions two;
-    two.num_warps = 2;
-    auto untuned = [&]<class Decode>(bool resident) {
-      auto dec = ctx.kernel<Decode>("attention_decode", two);
-      using Resident = ResidentDecode<HD>;
-      std::optional<Handle<Resident>> res;
-      if (resident && residentKeys_ > 0)
-        res = ctx.kernel<Resident>("attention_decode", residentOptions<Resident>());
-      decodeAttention_ = [dec, res](const CausalSelfAttention &a, Context &c, const Workspace<D> &ws,
-                                    const Tensor<i32> &pos, int64_t B, int64_t keys) {
-        int64_t bucket = a.decode_bucket(keys);
-        if (auto t = a.decodeTuned_.find({B, bucket}); t != a.decodeTuned_.end())
-          return t->second(a, c, ws, pos, B, nullptr);
-        auto launch = [&]<class K>(const Handle<K> &k) {
-          k(c, K::grid(B, a.heads_), ws.qkv.data(), a.cache_.k.data(), a.cache_.v.data(), ws.parts.data(),
-            ws.counter.data(), ws.att.data(), pos.data(), int(a.features()), int(a.cache_.context()), a.scale());
-        };
-        if (res && B == 1 && bucket <= a.residentKeys_)
-          launch(*res);
-        else
-          launch(dec);
-      };
-    };
-    // On the CPU a cluster's programs are threads of their own; GPUs
-    // without clusters take the split kernels at every length.
-    if (ctx.target().kind == Target::Kind::Cuda && ctx.target().has_clusters())
-      untuned.template operator()<ops::AttentionDecodeCluster<D, 32, HD, 4>>(true);
-    else
-      untuned.template operator()<ops::AttentionDecode<D, 16, HD, 16>>(ctx.target().has_clusters());
-    attentionTuner_ = [](CausalSelfAttention &self, Context &c, const Workspace<D> &ws, int64_t rows,
-                         int64_t B, const Tensor<D> *x, bool cachedOnly) {
-      const Target &t = c.target();
-      std::string shape = std::to_string(self.heads_) + "x" + std::to_string(HD);
-      int len = int(std::min<int64_t>(rows, self.cache_.context()));
-      if (rows > 0)
-        self.prefillTuned_.tune(len, [&](auto &into, int64_t bucket) {
-          // One prompt of `rows` tokens (at most the cache's length) in sequence 0.
-          Packing p;
-          p.starts = Tensor<i32>(t, {1});
-          p.lengths = Tensor<i32>(t, {1});
-          p.starts.copy_from(std::vector<int32_t>{0});
-          p.lengths.copy_from(std::vector<int32_t>{len});
-          p.prompts = 1;
-          p.longest = len;
-          auto site = []<class K>(const Kernel<K> &k, const CausalSelfAttention &a, Context &cc,
-                                  const Tensor<D> &qkv, const Tensor<D> &att, const Packing &pk) {
-            a.launchPrefillAttention(k, cc, qkv, att, pk);
-          };
-          std::string key = "attention_prefill " + std::to_string(bucket) + "x" + shape;
-          return into.tune(c, prefillSpace<HD>(), "attention_prefill", key, cachedOnly, site, self, c, ws.qkv,
-                           ws.att, p);
-        });
-      if (B > 0) {
-        int64_t n = std::min(B, self.cache_.batch());
-        // Each candidate is timed after the step's QKV launch, as it runs in
-        // a step: what it loads before its wait overlaps that kernel, and
-        // its programs become resident beside that kernel's, not beside
-        // another attention launch's.
-        auto site = []<class K>(const Kernel<K> &k, const CausalSelfAttention &a, Context &cc,
-                                const Workspace<D> &w, const Tensor<i32> &ps, int64_t b,
-                                const Tensor<D> *after) {
-          if (after)
-            a.decodeQkv(cc, *after, ps, w);
-          a.launchDecodeAttention(k, cc, w, ps, b);
-        };
-        Tensor<D> xRows = x ? x->rows(0, n) : Tensor<D>();
-        const Tensor<D> *after = x ? &xRows : nullptr;
-        // Each length bucket is tuned with every sequence in the middle of
-        // it (keys (lo + hi) / 2 for the bucket (lo, hi]).
-        int64_t lo = 0;
-        for (int64_t hi : self.decode_buckets()) {
-          int64_t keys = std::max<int64_t>(1, (lo + hi) / 2);
-          lo = hi;
-          if (self.decodeTuned_.count({n, hi}))
-            continue;
-          Tensor<i32> pos(t, {n});
-          pos.copy_from(std::vector<int32_t>(std::size_t(n), int32_t(keys - 1)));
-          std::string key = "attention_decode " + std::to_string(n) + "x" + std::to_string(keys) + "of" +
-                            std::to_string(self.cache_.context()) + "x" + shape + (x ? " after qkv" : "");
-          DecodeSite into;
-          // Cluster kernels only where there are clusters.
-          auto tune = [&](auto space) {
-            return into.chained(detail::kDecodeChain)
-                .tune(c, space, "attention_decode", key, cachedOnly, site, self, c, ws, pos, n, after);
-          };
-          if (t.has_clusters() ? tune(decodeSpace<HD, true>()) : tune(decodeSpace<HD, false>()))
-            self.decodeTuned_[{n, hi}] = into;
-        }
-      }
-    };
-    prefillAttention_ = [pre](const CausalSelfAttention &a, Context &c, const Tensor<D> &qkv,
-                              const Tensor<D> &att, const Packing &p) {
-      if (auto *t = a.prefillTuned_.find(p.longest))
-        return (*t)(a, c, qkv, att, p);
-      pre(c, Grid(ceil_div(p.longest, 64), uint32_t(a.heads_), uint32_t(p.prompts)), qkv.data(),
-          a.cache_.k.data(), a.cache_.v.data(), att.data(), p.starts.data(), p.lengths.data(),
-          int(a.features()), int(a.cache_.context()), a.scale());
-    };
-  }
+  /// Asks for the attention kernels of head dimension HD (a tile shape)
+  /// and sets up their tuning; defined in lib/nn/AttentionHeads.h and
+  /// compiled once for each head dimension and element type.
+  template <int HD> void requestAttention(Context &ctx);
   float scale() const { return 1.0f / std::sqrt(float(head_dim())); }
 
   template <class KK, class F>
@@ -1571,20 +782,7 @@ private:
   }
   /// Tunes the cache write of `rows` rows (sequence 0, positions 0 ..
   /// rows - 1, at most the cache's length) from ws.qkv.
-  void tuneCacheWrite(Context &ctx, const Workspace<D> &ws, int64_t rows, bool cachedOnly) {
-    int64_t n = std::min(rows, cache_.context());
-    if (n < 1)
-      return;
-    auto site = []<class K>(const Kernel<K> &k, const CausalSelfAttention &a, Context &c, const Tensor<D> &q,
-                            const Tensor<i32> &s, const Tensor<i32> &p) { a.launchCacheWrite(k, c, q, s, p); };
-    kvTuned_.tune(n, [&](auto &into, int64_t bucket) {
-      Tensor<i32> seq(ctx.target(), {n});
-      seq.copy_from(std::vector<int32_t>(std::size_t(n), 0));
-      std::string key = "kv_write " + std::to_string(bucket) + "x" + std::to_string(features());
-      return into.tune(ctx, detail::rowSpace<ops::KvWrite, D>(tuning::kRowWarps), "kv_write", key, cachedOnly,
-                       site, *this, ctx, ws.qkv.rows(0, n), seq, ws.iota.rows(0, n));
-    });
-  }
+  void tuneCacheWrite(Context &ctx, const Workspace<D> &ws, int64_t rows, bool cachedOnly);
 
   /// Arguments of the attention kernels, for a kernel type K.
   template <class K>
@@ -1608,7 +806,7 @@ private:
   /// The attention kernels' spaces for head_dim HD: prefill query x key
   /// blocks, warps and stages; decode key blocks x programs per head, and
   /// warps.
-  template <int HD> static constexpr auto prefillSpace() {
+  template <int HD> static auto prefillSpace() {
     namespace hana = boost::hana;
     return tuning::product(hana::tuple_t<ops::AttentionPrefill<D, 64, 64, HD>, ops::AttentionPrefill<D, 64, 32, HD>,
                                          ops::AttentionPrefill<D, 128, 64, HD>, ops::AttentionPrefill<D, 128, 32, HD>>,
@@ -1628,8 +826,8 @@ private:
   }
 
   /// Decode attention's space: the global-merge kernels, and with
-  /// CLUSTERS the cluster-merged ones too.
-  template <int HD, bool CLUSTERS> static constexpr auto decodeSpace() {
+  /// `clusters` the cluster-merged ones too (one space type either way).
+  template <int HD> static auto decodeSpace(bool clusters) {
     namespace hana = boost::hana;
     constexpr auto global =
         hana::tuple_t<ops::AttentionDecode<D, 16, HD, 16>, ops::AttentionDecode<D, 16, HD, kMaxSplits>,
@@ -1643,11 +841,11 @@ private:
                       ops::AttentionDecodeCluster<D, 32, HD, 4>, ops::AttentionDecodeCluster<D, 32, HD, 8>,
                       ops::AttentionDecodeCluster<D, 64, HD, 4>, ops::AttentionDecodeCluster<D, 64, HD, 8>,
                       ResidentDecode<HD>, ops::AttentionDecodeResident<D, 2048 / HD, HD, 4>>;
-    if constexpr (CLUSTERS)
-      return tuning::product(hana::concat(global, cluster), tuning::kRowWarps, tuning::kNoStages,
-                             tuning::kPlainOnly);
-    else
-      return tuning::product(global, tuning::kRowWarps, tuning::kNoStages, tuning::kPlainOnly);
+    auto space = tuning::product(global, tuning::kRowWarps, tuning::kNoStages, tuning::kPlainOnly);
+    auto clustered = tuning::product(cluster, tuning::kRowWarps, tuning::kNoStages, tuning::kPlainOnly);
+    if (!clusters)
+      clustered = {};
+    return tuning::join(space, clustered);
   }
 
   NormLinear<D, Epilogue::Bias> qkv_;
@@ -1718,52 +916,9 @@ public:
   /// 2) run as one ops::DecodeMlp launch (layernorm, up, gelu, down, bias
   /// and residual; the hidden layer stays on chip, the down projection's
   /// partial sums meet in an f32 accumulator) instead of two. 16-bit types,
-  /// given fc's [N, K] weight copy, for a model width among W.
-  template <int... W>
-  Mlp(Context &ctx, NormLinear<D, Epilogue::BiasGelu> fc, Linear<D, Epilogue::BiasResidual> proj, int fused_rows,
-      Widths<W...> = {})
-      : Mlp(std::move(fc), std::move(proj)) {
-    if (fused_rows == 0)
-      return;
-    std::string name = "nn::Mlp(" + fc_.linear().name() + ")";
-    if (fused_rows != 1 && fused_rows != 2)
-      throw Error(name + ": fused decode steps of 1 or 2 rows, not " + std::to_string(fused_rows));
-    if constexpr (std::is_same_v<D, f32>)
-      throw Error(name + ": the fused decode MLP takes 16-bit types");
-    else {
-      if (fc_.weight_t().empty())
-        throw Error(name + ": the fused decode MLP needs the first product's [N, K] weight copy");
-      int64_t C = fc_.linear().in_features();
-      bool built = detail::withWidth(C, [&]<int K>() {
-        // The largest of 256, 128 and 64 that divides the width.
-        constexpr int KC = K % kFusedChunk == 0 ? kFusedChunk : K % 128 == 0 ? 128 : 64;
-        if constexpr (K % 64 != 0) {
-          throw Error(name + ": the fused decode MLP takes widths that are multiples of 64, not " +
-                      std::to_string(K));
-        } else {
-          CompileOptions options;
-          options.num_warps = kFusedWarps;
-          std::array<std::function<void(const Mlp &, Context &, const Tensor<D> &)>, 2> kernels;
-          auto make = [&]<int R>() {
-            auto k = ctx.kernel<ops::DecodeMlp<D, R, kFusedHidden, K, KC>>("mlp" + detail::decodeSuffix(R), options);
-            kernels[R - 1] = [k](const Mlp &self, Context &c, const Tensor<D> &x) { self.launchFused(c, k, x); };
-          };
-          make.template operator()<1>();
-          if (fused_rows == 2)
-            make.template operator()<2>();
-          fused_ = [kernels](const Mlp &self, Context &c, const Tensor<D> &x) {
-            kernels[std::size_t(x.dim(0) - 1)](self, c, x);
-          };
-        }
-      }, typename Widths<W...>::sequence{});
-      if (!built)
-        throw Error(name + ": decode kernels for " + std::to_string(C) + " features were not built (nn::Widths: " +
-                    detail::widthList({W...}) + ")");
-      fusedRows_ = fused_rows;
-      acc_ = Tensor<f32>(ctx.target(), {int64_t(fused_rows), C});
-      counter_ = Tensor<i32>(ctx.target(), {1});
-    }
-  }
+  /// given fc's [N, K] weight copy, for a model width that is a multiple of
+  /// 64.
+  Mlp(Context &ctx, NormLinear<D, Epilogue::BiasGelu> fc, Linear<D, Epilogue::BiasResidual> proj, int fused_rows);
   void operator()(Context &ctx, const Tensor<D> &x, const Workspace<D> &ws) const {
     if (fuses(x.dim(0))) {
       expect(x, {kAny, fc_.linear().in_features()}, "nn::Mlp", "x");
@@ -1879,15 +1034,7 @@ public:
   }
   /// Tunes gathers of index.dim(0) rows (their bucket); indices must be valid.
   void tune(Context &ctx, const Tensor<D> &src, const Tensor<i32> &index, const Tensor<D> &dst,
-            bool cached_only = false) {
-    auto site = []<class K>(const Kernel<K> &k, const GatherRows &self, Context &c, const Tensor<D> &s,
-                            const Tensor<i32> &i, const Tensor<D> &d) { self.launch(k, c, s, i, d); };
-    tuned_.tune(index.dim(0), [&](auto &into, int64_t bucket) {
-      std::string key = "gather " + std::to_string(bucket) + "x" + std::to_string(src.dim(1));
-      return into.tune(ctx, detail::rowSpace<ops::GatherRows, D>(tuning::kRowWarps), "gather", key,
-                       cached_only, site, *this, ctx, src, index, dst);
-    });
-  }
+            bool cached_only = false);
 
 private:
   template <class K>
@@ -1910,12 +1057,11 @@ private:
 /// for cuBLAS); more rows multiply by wte^T ([C, V]).
 template <class D> class LmHead {
 public:
-  template <int... W>
-  LmHead(Context &ctx, LayerNorm<D> ln_f, Tensor<D> wte_t, Tensor<D> wte, Widths<W...> widths = {},
-         int few_rows = kFewRows, bool fuse_layernorm = false)
+  LmHead(Context &ctx, LayerNorm<D> ln_f, Tensor<D> wte_t, Tensor<D> wte, int few_rows = kFewRows,
+         bool fuse_layernorm = false)
       : ln_(std::move(ln_f)),
         linear_(ctx, std::move(wte_t), Tensor<D>{}, std::move(wte),
-                LinearOptions{"lm_head", 1, fuse_layernorm ? 0 : few_rows, false, 0}, widths) {
+                LinearOptions{"lm_head", 1, fuse_layernorm ? 0 : few_rows, false, 0}) {
     detail::checkFewRows(few_rows, kFewRows, linear_.name());
     if (fuse_layernorm && detail::fewRowsFor<D>(few_rows, !linear_.weight_t().empty())) {
       few_ = detail::FewRowsNorm<D, Epilogue::None>(ctx, "lm_head", linear_.out_features(), linear_.in_features());
@@ -1942,15 +1088,7 @@ public:
 
   /// logits [R, V] of x [R, C], normalising into `normed` [R, C] (not
   /// written by the fused few-row kernel).
-  void operator()(Context &ctx, const Tensor<D> &x, const Tensor<D> &normed, const Tensor<D> &logits) const {
-    if (few_ && x.dim(0) >= 2 && x.dim(0) <= fewRows_) {
-      expect(x, {kAny, linear_.in_features()}, linear_.name(), "x");
-      expect(logits, {x.dim(0), vocab()}, linear_.name(), "logits");
-      return few_(ctx, ln_, linear_.weight_t(), linear_.bias(), x, logits);
-    }
-    ln_(ctx, x, normed);
-    linear_(ctx, normed, logits);
-  }
+  void operator()(Context &ctx, const Tensor<D> &x, const Tensor<D> &normed, const Tensor<D> &logits) const;
 
 private:
   LayerNorm<D> ln_;
@@ -1980,45 +1118,13 @@ public:
     sample_ = ctx.kernel<ops::SampleRows<D, 1024>>("sample");
   }
   void operator()(Context &ctx, const Tensor<D> &logits, const Tensor<i32> &next,
-                  const Tensor<i32> &pos, int advance, const SampleOptions &o) const {
-    int64_t R = next.dim(0);
-    int V = int(logits.dim(1));
-    expect(logits, {kAny, kAny}, "nn::Sampler", "logits");
-    if (logits.dim(0) < R)
-      throw Error("nn::Sampler: " + std::to_string(R) + " tokens from " +
-                  std::to_string(logits.dim(0)) + " rows of logits");
-    expect(pos, {R}, "nn::Sampler", "pos");
-    if (!(o.temperature > 0) && argmaxTuned_)
-      argmaxTuned_(*this, ctx, logits, next, pos, advance);
-    else if (!(o.temperature > 0))
-      argmax_(ctx, Grid(uint32_t(R)), logits.data(), next.data(), pos.data(), V, V, advance);
-    else
-      sample_(ctx, Grid(uint32_t(R)), logits.data(), next.data(), pos.data(), V, V, advance,
-              o.temperature, o.top_k, o.top_p, int(o.seed));
-  }
+                  const Tensor<i32> &pos, int advance, const SampleOptions &o) const;
 
   /// Tunes greedy choices of next.dim(0) rows of logits over the columns
   /// swept at a time ({2048, 4096, 8192}) and warps ({4, 8}); writes `next`,
   /// leaves `pos` as it is. Sampling with a temperature keeps its kernel.
   void tune(Context &ctx, const Tensor<D> &logits, const Tensor<i32> &next, const Tensor<i32> &pos,
-            bool cached_only = false) {
-    if (argmaxTuned_)
-      return;
-    namespace hana = boost::hana;
-    auto space = tuning::product(
-        hana::tuple_t<ops::ArgmaxRows<D, 2048>, ops::ArgmaxRows<D, 4096>, ops::ArgmaxRows<D, 8192>>,
-        tuning::kWarps, tuning::kNoStages, tuning::kPlainOnly);
-    auto site = []<class K>(const Kernel<K> &k, const Sampler &, Context &c, const Tensor<D> &l,
-                            const Tensor<i32> &n, const Tensor<i32> &p, int advance) {
-      c.launch_as("argmax", [&] {
-        int V = int(l.dim(1));
-        k.launch(Grid(uint32_t(n.dim(0))), l.data(), n.data(), p.data(), V, V, advance);
-      });
-    };
-    std::string key = "argmax " + std::to_string(next.dim(0)) + "x" + std::to_string(logits.dim(1));
-    argmaxTuned_.tune(ctx, space, "argmax", key, cached_only, site, *this, ctx,
-                      logits.rows(0, next.dim(0)), next, pos, 0);
-  }
+            bool cached_only = false);
 
 private:
   Tunable<const Sampler &, Context &, const Tensor<D> &, const Tensor<i32> &, const Tensor<i32> &, int>

@@ -79,10 +79,12 @@ public:
   const Target &target() const { return target_; }
   bool gpu() const { return target_.kind == Target::Kind::Cuda; }
 
-  /// A handle to `K` compiled with `options`, compiled by the next
-  /// compile(). Blocks asking for the same K and options share it.
-  template <class K> Handle<K> kernel(const std::string &role, CompileOptions options = {}) {
-    std::string key = std::string(typeid(K).name()) + "/w" + std::to_string(options.num_warps) +
+  /// A handle to `kernel` (a K, whose fields may hold its configuration)
+  /// compiled with `options`, compiled by the next compile(). Blocks asking
+  /// for the same K, configuration and options share it.
+  template <class K> Handle<K> kernel(const std::string &role, CompileOptions options = {}, const K &kernel = K{}) {
+    std::string key = std::string(typeid(K).name()) + "/" + detail::kernel_name(kernel) + "/w" +
+                      std::to_string(options.num_warps) +
                       "/s" + std::to_string(options.num_stages) +
                       (options.warp_specialize ? "/ws" : "") + (options.persistent ? "/p" : "");
     Handle<K> h;
@@ -94,8 +96,8 @@ public:
     }
     h.slot_ = std::make_shared<std::optional<Kernel<K>>>();
     shared_.emplace(key, h.slot_);
-    pending_.push_back([this, slot = h.slot_, role, options] {
-      Kernel<K> k = kiln::compile<K>(target_, options);
+    pending_.push_back([this, slot = h.slot_, role, options, kernel] {
+      Kernel<K> k = kiln::compile<K>(target_, options, kernel);
       std::lock_guard<std::mutex> lock(mutex_);
       records_.push_back({k.name(), role, k.compile_seconds(), k.from_cache(), options.num_warps,
                           options.num_stages, "heuristic"});

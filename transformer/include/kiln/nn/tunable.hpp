@@ -58,8 +58,10 @@ public:
   bool tune(Context &ctx, Space space, const std::string &role, const std::string &key,
             bool cached_only, Site launch, A... args) {
     std::map<std::string, Launch> launchers;
+    std::string family;
     tuning::for_each_candidate(space, ctx.target(),
                                [&]<class K>(const CompileOptions &, const std::string &label) {
+                                 family += label + ";";
                                  launchers[label] = [launch](const CompiledKernel &k, A... a) {
                                    launch(static_cast<const Kernel<K> &>(k), a...);
                                  };
@@ -68,7 +70,7 @@ public:
     auto timed = [launch, held](const auto &k) {
       std::apply([&](auto &&...a) { launch(k, a...); }, held);
     };
-    std::string shared = key + " " + typeid(Space).name() + (cached_only ? " cached" : "") + " chain " +
+    std::string shared = key + " " + family + (cached_only ? " cached" : "") + " chain " +
                          std::to_string(timing_.chain);
     auto t = ctx.tuned(shared, role, [&]() -> std::optional<Tuned> {
       if (cached_only)

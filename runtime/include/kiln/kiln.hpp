@@ -58,6 +58,13 @@ public:
   using kernel_type = K;
   using CompiledKernel::CompiledKernel;
   using CompiledKernel::launch;
+  /// `kernel` is the object that was traced (its configuration values).
+  Kernel(TracedModulePtr traced, const Target &target, const CompileOptions &options, const K &kernel)
+      : CompiledKernel(std::move(traced), target, options), object_(kernel) {}
+
+  /// The kernel object this was traced from: its configuration (rows,
+  /// widths, epilogue, ...) for the launch that needs it.
+  const K &object() const { return object_; }
 
   template <class... A>
     requires(!(sizeof...(A) == 1 && (std::is_convertible_v<const A &, std::span<const KernelArg>> && ...)))
@@ -68,6 +75,7 @@ public:
   }
 
 private:
+  K object_{};
   template <std::size_t... I, class... A>
   void launch_impl(const Grid &grid, std::index_sequence<I...>, const A &...args) const {
     std::array<KernelArg, sizeof...(A)> erased{
@@ -79,7 +87,7 @@ private:
 /// Trace and compile kernel `K` (default-constructed, or `kernel`) for `target`.
 template <class K>
 Kernel<K> compile(const Target &target, const CompileOptions &options = {}, const K &kernel = K{}) {
-  return Kernel<K>(trace(kernel), target, options);
+  return Kernel<K>(trace(kernel), target, options, kernel);
 }
 
 inline uint32_t ceil_div(int64_t a, int64_t b) { return uint32_t((a + b - 1) / b); }
