@@ -2,7 +2,7 @@
 """PyTorch baselines for kiln's microbenchmarks, on the same GPU in the same run.
 
 Prints JSON: device-to-device copy bandwidth, and torch eager / torch.compile
-timings for the shapes of bench/kiln_bench.cpp, plus cuBLAS (torch.matmul).
+timings for the shapes of bench/kiln_bench/, plus cuBLAS (torch.matmul).
 """
 import json
 import torch
