@@ -1,4 +1,9 @@
-//===- GpuPipeline.cpp - kiln -> gpu.module -> NVVM -> PTX ----------------===//
+//===- GpuPipeline.cpp - a gpu.module in NVVM -> PTX ----------------------===//
+//
+// The passes that lower kiln IR to a gpu.module in NVVM are assembled in
+// Pipelines.cpp; this file translates the result to PTX.
+//
+//===----------------------------------------------------------------------===//
 #include "kiln/Lowering/Passes.h"
 
 #include "mlir/Dialect/GPU/IR/CompilationInterfaces.h"
@@ -13,41 +18,6 @@
 #include "llvm/Support/raw_ostream.h"
 
 using namespace mlir;
-
-namespace {
-void add(OpPassManager &pm, const std::string &text) {
-  std::string err;
-  llvm::raw_string_ostream os(err);
-  if (failed(parsePassPipeline(text, pm, os)))
-    llvm::report_fatal_error(llvm::Twine("kiln: bad built-in pipeline: ") + err);
-}
-} // namespace
-
-void kiln::buildGpuKilnToGpuPipeline(OpPassManager &pm, int numWarps, int numStages,
-                                     const std::string &arch, bool tma, bool warpSpecialize,
-                                     bool persistent) {
-  registerKilnPipelines();
-  // The per-thread code is large and flat; a bottom-up worklist canonicalizes
-  // it ~50x faster than the default top-down one (attention: 0.06 s vs 5.7 s).
-  std::string warps = std::to_string(numWarps);
-  bool hopper = tma && arch == "sm_90a";
-  std::string useTma = hopper ? " tma=true" : "";
-  std::string specialize = !hopper || !warpSpecialize ? ""
-                           : persistent                ? "kiln-warp-specialize{persistent=true},canonicalize,cse,"
-                                                       : "kiln-warp-specialize,canonicalize,cse,";
-  add(pm, "kiln-pipeline-loads{num-stages=" + std::to_string(numStages) + useTma + "},canonicalize,cse," +
-              "kiln-coalesce{num-warps=" + warps + "},kiln-accelerate-matmul{arch=" + arch + "}," +
-              "kiln-remove-layout-conversions," + (hopper ? "kiln-tma-stores," : "") +
-              "canonicalize,cse,kiln-pipeline-mma," + specialize +
-              "convert-kiln-to-gpu{num-warps=" + warps + " arch=" + arch + "},canonicalize{top-down=false},cse");
-}
-
-void kiln::buildGpuToNVVMPipeline(OpPassManager &pm) {
-  registerKilnPipelines();
-  add(pm, "gpu.module(convert-scf-to-cf,convert-gpu-to-nvvm,convert-nvvm-to-llvm,"
-          "canonicalize{top-down=false},cse,"
-          "reconcile-unrealized-casts)");
-}
 
 bool kiln::translateToPtx(ModuleOp module, StringRef chip, StringRef cudaPath, std::string &ptx,
                           std::string &llvmIR, std::string &error) {

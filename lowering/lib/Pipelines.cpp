@@ -13,6 +13,7 @@
 #include "llvm/Support/raw_ostream.h"
 
 #include <mutex>
+#include <string>
 
 using namespace mlir;
 
@@ -42,7 +43,7 @@ void ensureUpstreamPassesRegistered() {
   });
 }
 
-void addPipeline(OpPassManager &pm, const char *text) {
+void addPipeline(OpPassManager &pm, const std::string &text) {
   ensureUpstreamPassesRegistered();
   std::string err;
   llvm::raw_string_ostream os(err);
@@ -62,6 +63,30 @@ void kiln::buildCpuPipeline(OpPassManager &pm) {
   buildKilnCleanupPipeline(pm);
   buildCpuKilnToStandardPipeline(pm);
   buildCpuStandardToLLVMPipeline(pm);
+}
+
+void kiln::buildGpuKilnToGpuPipeline(OpPassManager &pm, int numWarps, int numStages,
+                                     const std::string &arch, bool tma, bool warpSpecialize,
+                                     bool persistent) {
+  // The per-thread code is large and flat; a bottom-up worklist canonicalizes
+  // it ~50x faster than the default top-down one (attention: 0.06 s vs 5.7 s).
+  std::string warps = std::to_string(numWarps);
+  bool hopper = tma && arch == "sm_90a";
+  std::string useTma = hopper ? " tma=true" : "";
+  std::string specialize = !hopper || !warpSpecialize ? ""
+                           : persistent                ? "kiln-warp-specialize{persistent=true},canonicalize,cse,"
+                                                       : "kiln-warp-specialize,canonicalize,cse,";
+  addPipeline(pm, "kiln-pipeline-loads{num-stages=" + std::to_string(numStages) + useTma + "},canonicalize,cse," +
+              "kiln-coalesce{num-warps=" + warps + "},kiln-accelerate-matmul{arch=" + arch + "}," +
+              "kiln-remove-layout-conversions," + (hopper ? "kiln-tma-stores," : "") +
+              "canonicalize,cse,kiln-pipeline-mma," + specialize +
+              "convert-kiln-to-gpu{num-warps=" + warps + " arch=" + arch + "},canonicalize{top-down=false},cse");
+}
+
+void kiln::buildGpuToNVVMPipeline(OpPassManager &pm) {
+  addPipeline(pm, "gpu.module(convert-scf-to-cf,convert-gpu-to-nvvm,convert-nvvm-to-llvm,"
+          "canonicalize{top-down=false},cse,"
+          "reconcile-unrealized-casts)");
 }
 
 void kiln::registerKilnPipelines() {

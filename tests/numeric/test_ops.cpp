@@ -55,6 +55,43 @@ template <class T> void check(const std::vector<T> &got, const std::vector<doubl
 }
 } // namespace
 
+namespace {
+/// README's kernel whose row count is data: BN is a tile shape (a type),
+/// rows a field fixed when the kernel is traced.
+template <int BN> struct RowsScaled {
+  int rows = 1;
+  std::string config() const { return "r" + std::to_string(rows); }
+  void operator()(Ptr<f32> x, Ptr<f32> y) const {
+    auto cols = program_id(0) * BN + arange<BN>();
+    for (int r = 0; r < rows; ++r) // unrolled while tracing
+      store(y + r * 1024 + cols, load(x + r * 1024 + cols) * float(r + 1));
+  }
+};
+} // namespace
+
+TEST_CASE("a kernel object's fields configure it: one type, a kernel per configuration") {
+  auto two = compile(kCpu, {}, RowsScaled<256>{.rows = 2});
+  auto four = compile(kCpu, {}, RowsScaled<256>{.rows = 4});
+  CHECK(two.name() == "RowsScaled_256_r2");
+  CHECK(four.name() == "RowsScaled_256_r4");
+  CHECK(four.object().rows == 4);
+  auto x = test::random_vector<float>(4 * 1024, 3);
+  std::vector<float> y2(4 * 1024, -1.f), y4(4 * 1024, -1.f);
+  Mem dx(x);
+  Mem d2(y2);
+  Mem d4(y4);
+  two.launch(Grid(1024 / 256), dx(), d2());
+  four.launch(Grid(1024 / 256), dx(), d4());
+  std::vector<double> want2(y2.size(), -1.0), want4(y4.size());
+  for (std::size_t i = 0; i < x.size(); ++i) {
+    want4[i] = double(x[i] * float(i / 1024 + 1)); // one f32 product, as the kernel
+    if (i < 2 * 1024)
+      want2[i] = want4[i]; // rows past 2 untouched
+  }
+  check(d2.fetch(), want2, 0, 0);
+  check(d4.fetch(), want4, 0, 0);
+}
+
 TEST_CASE_TEMPLATE("vec_add matches the reference", T, float, half) {
   using D = std::conditional_t<std::is_same_v<T, float>, f32, f16>;
   auto k = compile<ops::VecAdd<D, 256>>(kCpu);

@@ -1,14 +1,20 @@
 //===- AxisInfo.cpp - contiguity of tiles along their last dimension -------===//
 #include "AxisInfo.h"
 
-#include "../Layouts/LayoutUtils.h"
-
 #include "kiln/Dialect/KilnDialect.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/IR/Matchers.h"
 
 using namespace mlir;
+
+bool kiln::isElementwise(Operation *op) {
+  if (isa<SelectOp, CastOp>(op))
+    return true;
+  return isa<arith::ArithDialect, math::MathDialect>(op->getDialect()) && op->getNumResults() == 1 &&
+         !isa<arith::ConstantOp>(op);
+}
 
 namespace kiln {
 
@@ -43,7 +49,7 @@ void AxisInfo::visit(Operation *op) {
   DenseElementsAttr dense;
   if (isa<SplatOp>(op) || (matchPattern(op, m_Constant(&dense)) && dense.isSplat()) ||
       ((isa<BroadcastOp, ExpandDimsOp, ReshapeOp, TransOp, ConvertLayoutOp, AddPtrOp>(op) ||
-        layouts::isElementwise(op)) &&
+        kiln::isElementwise(op)) &&
        llvm::all_of(op->getOperands(), [&](Value x) { return isUniform(x); })))
     uniform.insert(r);
   auto lastDim = [](Value v) { return cast<RankedTensorType>(v.getType()).getShape().back(); };
@@ -65,7 +71,7 @@ void AxisInfo::visit(Operation *op) {
       inherit(r, bc.getSrc());
   } else if (auto cvt = dyn_cast<ConvertLayoutOp>(op)) {
     inherit(r, cvt.getSrc());
-  } else if (layouts::isElementwise(op)) {
+  } else if (kiln::isElementwise(op)) {
     set(r, elementwise(op));
     notePrefix(op);
   }

@@ -12,6 +12,11 @@
 
 namespace kiln {
 
+/// Whether `op` computes its result element by element from its operands
+/// (arith and math ops other than constants, kiln.select, kiln.cast): what
+/// the analyses here and the layout passes (Layouts/) carry through.
+bool isElementwise(mlir::Operation *op);
+
 /// What is known of the tiles of a kernel along their last dimension, from
 /// how they are computed: the stride between neighbouring elements (0: one
 /// value along it, 1: consecutive integers or addresses one element apart),

@@ -43,13 +43,6 @@ bool keepsSwizzled(RankedTensorType t) {
   return bits == 32 && t.getElementType().isF32() && cols % 32 == 0;
 }
 
-bool isElementwise(Operation *op) {
-  if (isa<SelectOp, CastOp>(op))
-    return true;
-  return isa<arith::ArithDialect, math::MathDialect>(op->getDialect()) && op->getNumResults() == 1 &&
-         !isa<arith::ConstantOp>(op);
-}
-
 bool isUniform(Value v, int depth) {
   if (!isa<RankedTensorType>(v.getType()))
     return true;

@@ -2,6 +2,8 @@
 #ifndef KILN_LOWERING_LAYOUTS_LAYOUTUTILS_H
 #define KILN_LOWERING_LAYOUTS_LAYOUTUTILS_H
 
+#include "../Analysis/AxisInfo.h"
+
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/BuiltinTypes.h"
@@ -34,9 +36,8 @@ bool keepsSwizzled(mlir::RankedTensorType type);
 /// scalars.
 bool isUniform(mlir::Value v, int depth = 0);
 
-/// Element-wise ops that keep their operands' layout: arith and math ops of
-/// one result, kiln.select and kiln.cast.
-bool isElementwise(mlir::Operation *op);
+/// (Analysis/AxisInfo.h) Whether `op` computes element by element.
+using kiln::isElementwise;
 
 /// `v` in `layout`: `v` itself, the source of the conversion that made `v`,
 /// or a new kiln.convert_layout before `user`.

@@ -62,7 +62,9 @@ class CompiledKernel {
 public:
   CompiledKernel(TracedModulePtr traced, const Target &target,
                  const CompileOptions &options = {});
-  ~CompiledKernel();
+  /// Virtual: a typed Kernel<K> (which also holds its kernel object) may be
+  /// owned and deleted through a CompiledKernel pointer (tuning candidates).
+  virtual ~CompiledKernel();
   CompiledKernel(CompiledKernel &&) noexcept;
   CompiledKernel &operator=(CompiledKernel &&) noexcept;
 
